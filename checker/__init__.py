@@ -1,0 +1,38 @@
+"""Engines behind one interface: ``check(model, properties, options, observer)``."""
+
+from .bfs import BfsEngine, SearchState
+from .engine import CheckOptions, Engine, Observer, Progress
+from .result import CheckResult, Path, PropertyResult, Stats
+
+ENGINES = ("bfs", "z3", "spark")
+
+
+def get_engine(name: str, **engine_args) -> Engine:
+    """The engine of that name; z3 and spark are imported only when asked for."""
+    if name == "bfs":
+        return BfsEngine(**engine_args)
+    if name == "z3":
+        from .z3_engine import Z3Engine
+
+        return Z3Engine(**engine_args)
+    if name == "spark":
+        from .spark_engine import SparkEngine
+
+        return SparkEngine(**engine_args)
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+
+
+__all__ = [
+    "ENGINES",
+    "BfsEngine",
+    "CheckOptions",
+    "CheckResult",
+    "Engine",
+    "Observer",
+    "Path",
+    "Progress",
+    "PropertyResult",
+    "SearchState",
+    "Stats",
+    "get_engine",
+]

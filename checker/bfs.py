@@ -1,0 +1,238 @@
+"""Breadth-first explicit-state search: the embedded default engine.
+
+Visited states are exact packed ints in a set; states in discovery order live in
+a list, with parent indices and action indices in compact arrays (the order is
+the BFS order, so the levels are contiguous index ranges). Every property is
+checked when a state is first discovered, so the first violation found is a
+shortest one; its path is rebuilt from parent pointers and re-executed on the
+model (TLC's and Stateright's approach) rather than stored per state.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from typing import Callable, Sequence
+
+from isrcheck.model import ReplicationModel
+from isrcheck.properties import Property
+
+from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
+from .result import CheckResult, Path, PropertyResult, Stats
+
+CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
+
+
+class SearchState:
+    """Everything a BFS needs to continue: what a checkpoint saves and resume loads."""
+
+    def __init__(self, n_actions: int) -> None:
+        self.states: list[int] = []
+        self.parents = array("i")
+        self.actions = array("H" if n_actions < (1 << 16) else "I")
+        self.level_ends: list[int] = []  # index one past the last state of each complete level
+        self.cursor = 0  # next state to expand
+        self.generated = 0
+        self.found: dict[str, int] = {}  # property name -> index of its first deciding state
+        self.elapsed = 0.0  # seconds spent before this process took over
+
+
+class BfsEngine:
+    name = "bfs"
+
+    def check(
+        self,
+        model: ReplicationModel,
+        properties: Sequence[Property],
+        options: CheckOptions,
+        observer: Observer | None = None,
+        resume: SearchState | None = None,
+        on_level: Callable[[SearchState], None] | None = None,
+    ) -> CheckResult:
+        observer = observer or Observer()
+        search = _Search(model, properties, options, observer, resume, on_level)
+        return search.run()
+
+
+class _Search:
+    def __init__(self, model, properties, options, observer, resume, on_level) -> None:
+        self.model = model
+        self.properties = list(properties)
+        self.options = options
+        self.observer = observer
+        self.on_level = on_level
+        self.canonical = model.symmetry.canonical if options.symmetry else None
+        st = resume or SearchState(len(model.catalogue))
+        self.st = st
+        if resume is None:
+            self._seed()
+
+    def _seed(self) -> None:
+        st = self.st
+        seen = set()
+        for s in self.model.init_states():
+            if self.canonical:
+                s = self.canonical(s)
+            if s not in seen:
+                seen.add(s)
+                st.states.append(s)
+                st.parents.append(-1)
+                st.actions.append(0)
+        st.generated = len(st.states)
+        st.level_ends.append(len(st.states))
+        for i, s in enumerate(st.states):
+            self._check_new(i, s, self._pending())
+
+    def _pending(self) -> list[tuple[str, object, bool]]:
+        return [
+            (p.name, p.compile(self.model), p.expectation == "always")
+            for p in self.properties
+            if p.name not in self.st.found
+        ]
+
+    def _check_new(self, index: int, state: int, pending: list) -> None:
+        for name, pred, always in pending:
+            if name not in self.st.found and pred(state) != always:
+                self.st.found[name] = index
+
+    def run(self) -> CheckResult:
+        st, opts, observer = self.st, self.options, self.observer
+        started = time.monotonic() - st.elapsed
+        limits = Limits(opts, time.monotonic() - st.elapsed)
+        succ = self.model.successors
+        canon = self.canonical
+        states, parents, actions = st.states, st.parents, st.actions
+        visited = set(states)
+        add = visited.add
+        push_state, push_parent, push_action = states.append, parents.append, actions.append
+        pending = self._pending()
+        found = st.found
+        n_found = len(found)
+        stop = ""
+        next_report = time.monotonic() + opts.progress_interval
+        max_depth = opts.max_depth
+        generated = st.generated
+
+        decided = not opts.explore_all and not pending
+        while st.cursor < len(states) and not stop and not decided:
+            depth = len(st.level_ends)
+            if max_depth is not None and depth >= max_depth:
+                break
+            level_end = st.level_ends[-1]
+            i = st.cursor
+            while i < level_end:
+                nexts = succ(states[i])
+                generated += len(nexts)
+                for a, t in nexts:
+                    if canon is not None:
+                        t = canon(t)
+                    if t in visited:
+                        continue
+                    add(t)
+                    push_state(t)
+                    push_parent(i)
+                    push_action(a)
+                    for name, pred, always in pending:
+                        if pred(t) != always:
+                            found[name] = len(states) - 1
+                    if len(found) != n_found:
+                        n_found = len(found)
+                        pending = [p for p in pending if p[0] not in found]
+                        decided = not opts.explore_all and not pending
+                i += 1
+                if decided:
+                    break
+                if not (i & (CHECK_EVERY - 1)):
+                    stop = observer.should_stop() or limits.exceeded()
+                    if stop:
+                        break
+                    now = time.monotonic()
+                    if now >= next_report:
+                        next_report = now + opts.progress_interval
+                        observer.progress(
+                            Progress(len(states), len(states) - i, depth, generated, now - started)
+                        )
+            st.cursor = i
+            st.generated = generated
+            if i == level_end and len(states) > level_end:
+                st.level_ends.append(len(states))
+                st.elapsed = time.monotonic() - started
+                if self.on_level is not None:
+                    self.on_level(st)
+        st.generated = generated
+        st.elapsed = time.monotonic() - started
+        return self._result(stop)
+
+    def _result(self, stop: str) -> CheckResult:
+        st = self.st
+        exhausted = not stop and (
+            st.cursor >= len(st.states)
+            or (self.options.max_depth is not None and len(st.level_ends) >= self.options.max_depth)
+        )
+        complete = not stop
+        results = []
+        for p in self.properties:
+            r = PropertyResult(p.name, p.expectation)
+            index = st.found.get(p.name)
+            if index is not None:
+                r.status = "violated" if p.expectation == "always" else "holds"
+                r.path = self.path_to(index)
+            elif exhausted:
+                r.status = "holds" if p.expectation == "always" else "violated"
+            results.append(r)
+        depth = len(st.level_ends)
+        if complete and st.level_ends and len(st.states) > st.level_ends[-1]:
+            depth += 1  # stopped early, every property decided: count the level it stopped in
+        stats = Stats(
+            states=len(st.states),
+            generated=st.generated,
+            depth=depth,
+            seconds=st.elapsed,
+            peak_memory=peak_rss(),
+            queue=len(st.states) - st.cursor,
+        )
+        if self.canonical is not None:
+            orbit = self.model.symmetry.orbit_size
+            stats.full_states = sum(orbit(s) for s in st.states)
+        return CheckResult(
+            engine="bfs",
+            complete=complete,
+            properties=results,
+            stats=stats,
+            exhausted=exhausted,
+            stop_reason=stop,
+            symmetry=self.canonical is not None,
+        )
+
+    def path_to(self, index: int) -> Path:
+        """Rebuild the path to a stored state by parent pointers, then re-execute it."""
+        st = self.st
+        chain = []
+        while index >= 0:
+            chain.append(index)
+            index = st.parents[index]
+        chain.reverse()
+        stored = [st.states[i] for i in chain]
+        return replay_path(self.model, stored, self.canonical)
+
+
+def replay_path(model: ReplicationModel, stored: list[int], canonical=None) -> Path:
+    """Concrete states and actions that lead through ``stored`` (canonical forms under symmetry).
+
+    Without symmetry each stored state is a successor of the previous one. With it,
+    the concrete path picks, at each step, the first successor whose canonical form
+    is the next stored state, so the trace keeps one naming of the brokers throughout.
+    """
+    norm = canonical or (lambda s: s)
+    current = next(s for s in model.init_states() if norm(s) == stored[0])
+    states, actions = [current], []
+    for target in stored[1:]:
+        for a, t in model.successors(current):
+            if norm(t) == target:
+                states.append(t)
+                actions.append(a)
+                current = t
+                break
+        else:  # pragma: no cover - an engine bug, never a user error
+            raise AssertionError("stored path does not replay on the model")
+    return Path(tuple(states), tuple(actions))

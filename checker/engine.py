@@ -1,0 +1,106 @@
+"""The engine interface, the options every engine takes, and the run observer.
+
+``check(model, properties, options, observer) -> CheckResult`` is all an engine
+offers. The observer is how a run talks to its caller while it works: progress,
+and a stop flag that Ctrl-C, a time limit or a memory limit sets.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from isrcheck.model import ReplicationModel
+from isrcheck.properties import Property
+
+from .result import CheckResult
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    max_depth: int | None = None  # states on a path, the initial one included
+    explore_all: bool = False  # keep going after every property is decided (TLC's -continue)
+    symmetry: bool = False
+    time_limit: float | None = None  # seconds
+    max_memory: int | None = None  # bytes of resident memory
+    progress_interval: float = 2.0  # seconds between progress reports
+
+
+@dataclass(slots=True)
+class Progress:
+    states: int
+    queue: int
+    depth: int
+    generated: int
+    seconds: float
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.states:,} distinct states, {self.queue:,} queued, depth {self.depth}, "
+            f"{self.states_per_second:,.0f} states/s, {self.seconds:.1f} s"
+        )
+
+
+class Observer:
+    """Receives progress and decides when a run must stop; the base class never stops."""
+
+    def __init__(self) -> None:
+        self.stop_reason = ""
+
+    def progress(self, info: Progress) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def request_stop(self, reason: str) -> None:
+        if not self.stop_reason:
+            self.stop_reason = reason
+
+    def should_stop(self) -> str:
+        """The reason to stop now, or '' to go on."""
+        return self.stop_reason
+
+
+class Limits:
+    """Time and memory limits, checked by engines every few thousand states."""
+
+    def __init__(self, options: CheckOptions, started: float) -> None:
+        self.deadline = started + options.time_limit if options.time_limit else None
+        self.max_memory = options.max_memory
+
+    def exceeded(self) -> str:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "time limit"
+        if self.max_memory is not None and current_rss() >= self.max_memory:
+            return "memory limit"
+        return ""
+
+
+def current_rss() -> int:
+    """Resident set size of this process now, in bytes (Linux /proc; falls back to the peak)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * resource.getpagesize()
+    except OSError:
+        return peak_rss()
+
+
+def peak_rss() -> int:
+    """Peak resident set size of this process, in bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Engine(Protocol):
+    name: str
+
+    def check(
+        self,
+        model: ReplicationModel,
+        properties: Sequence[Property],
+        options: CheckOptions,
+        observer: Observer | None = None,
+    ) -> CheckResult: ...

@@ -1,0 +1,73 @@
+"""What every engine returns: a status per property, statistics, shortest paths.
+
+Engines speak in packed states and action indices (a ``Path``); turning a path
+into a readable, replayed ``Trace`` is the traces package's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["holds", "violated", "proved", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """An initial state and the actions taken from it; ``states[i]`` follows ``actions[i-1]``."""
+
+    states: tuple[int, ...]
+    actions: tuple[int, ...]
+
+    def __len__(self) -> int:
+        """The trace length as the contract counts it: states, the initial one included."""
+        return len(self.states)
+
+
+@dataclass(slots=True)
+class PropertyResult:
+    name: str
+    expectation: str
+    status: Status = "unknown"
+    path: Path | None = None
+    note: str = ""
+
+    @property
+    def trace_length(self) -> int | None:
+        return len(self.path) if self.path is not None else None
+
+
+@dataclass(slots=True)
+class Stats:
+    states: int = 0  # distinct states stored (after symmetry reduction when it is on)
+    generated: int = 0  # successor states computed, duplicates included, initial states included
+    depth: int = 0  # deepest complete BFS level, the initial states being depth 1
+    seconds: float = 0.0
+    peak_memory: int = 0  # bytes, peak resident set size of this process
+    full_states: int | None = None  # states before symmetry reduction, when known
+    queue: int = 0  # states discovered but not yet expanded when the run ended
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(slots=True)
+class CheckResult:
+    engine: str
+    complete: bool  # the search ended normally: every verdict is final within the bounds
+    properties: list[PropertyResult]
+    stats: Stats = field(default_factory=Stats)
+    exhausted: bool = False  # the whole bounded space (to max depth) was explored
+    stop_reason: str = ""  # why an incomplete run stopped: interrupted, time limit, memory limit
+    symmetry: bool = False
+
+    def by_name(self, name: str) -> PropertyResult:
+        for p in self.properties:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def all_hold(self) -> bool:
+        return all(p.status in ("holds", "proved") for p in self.properties)

@@ -1,0 +1,1 @@
+"""Command-line entry points: the only place that picks concrete models and engines."""

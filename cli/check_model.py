@@ -1,0 +1,127 @@
+"""``check-model``: check one configuration and print a verdict per property."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from isrcheck.checker import ENGINES, CheckOptions
+from isrcheck.model import ACKS, REVISIONS, ConfigError, ModelConfig
+from isrcheck.model.config import FEATURE_FIELDS
+from isrcheck.properties import NAMES, UnknownProperty
+
+from . import report
+from .common import CliObserver, OneLineCommand, UsageFailure, exit_code
+from .runner import CheckRun, run_check
+from .units import parse_duration, parse_size
+
+# CLI option name for each feature field, for the --core conflict message.
+FEATURE_OPTIONS = {
+    "acks": "--acks",
+    "min_isr": "--min-isr",
+    "crashes": "--crashes",
+    "disk_loss": "--disk-loss",
+    "unclean_election": "--unclean-election",
+    "consumer": "--consumer/--no-consumer",
+}
+
+
+def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
+    """A validated ModelConfig from option values; ``explicit`` names the options the user gave."""
+    if params["core"]:
+        given = [FEATURE_OPTIONS[f] for f in FEATURE_FIELDS if f in explicit]
+        if given:
+            raise UsageFailure(f"{', '.join(given)} cannot be used with --core: the core machine has no Kafka features")
+    values = {k: params[k] for k in ("rf", "protocol", "max_records", "log_size", "max_leader_epoch", "core")}
+    if not params["core"]:
+        values.update({k: params[k] for k in FEATURE_FIELDS})
+    try:
+        return ModelConfig(**values).validate()
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
+
+
+def _duration(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _size(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _nonneg(ctx, param, value):
+    if value is not None and value < 0:
+        raise click.BadParameter(f"{value} is negative")
+    return value
+
+
+@click.command(cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
+@click.option("--protocol", type=click.Choice(REVISIONS), default="kip-320", show_default=True,
+              help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+).")
+@click.option("--core", is_flag=True, help="The published specification's machine exactly, without Kafka features.")
+@click.option("--acks", type=click.Choice(ACKS), default="all", show_default=True, help="Producer acks.")
+@click.option("--min-isr", type=int, default=1, show_default=True, help="min.insync.replicas.")
+@click.option("--crashes", type=int, default=1, show_default=True, callback=_nonneg,
+              help="Broker crashes allowed in a run.")
+@click.option("--disk-loss", type=int, default=0, show_default=True, callback=_nonneg,
+              help="How many of the crashes also wipe the broker's disk.")
+@click.option("--unclean-election/--clean-election", "unclean_election", default=False, show_default=True,
+              help="Allow electing an out-of-sync replica when no ISR member is alive.")
+@click.option("--consumer/--no-consumer", default=True, show_default=True, help="Model a consumer.")
+@click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,
+              help="Records the producer may write.")
+@click.option("--log-size", type=int, default=None, callback=_nonneg, help="Log capacity [default: max-records].")
+@click.option("--max-leader-epoch", type=int, default=2, show_default=True, callback=_nonneg,
+              help="Highest leader epoch (epochs 0..N).")
+@click.option("--max-depth", type=int, default=None, callback=_nonneg,
+              help="Bound on trace length in states, the initial one included.")
+@click.option("--property", "properties", multiple=True, metavar="NAME",
+              help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
+@click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--symmetry/--no-symmetry", default=True, show_default=True,
+              help="Symmetry reduction over broker identities.")
+@click.option("--continue", "explore_all", is_flag=True,
+              help="Explore the whole bounded space even after every property is decided.")
+@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
+              show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
+@click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
+@click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+def main(**params) -> int:
+    """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
+    ctx = click.get_current_context()
+    explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
+    config = model_config_from(params, explicit)
+    options = CheckOptions(
+        max_depth=params["max_depth"],
+        explore_all=params["explore_all"],
+        symmetry=params["symmetry"],
+        time_limit=params["time_limit"],
+        max_memory=params["max_memory"],
+    )
+    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"])
+    try:
+        with CliObserver(params["progress"]) as observer:
+            outcome = run_check(run, observer)
+    except UnknownProperty as e:
+        raise UsageFailure(str(e)) from None
+    click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    return exit_code(outcome.result)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,83 @@
+"""What every command shares: the exit-code policy and one-line usage errors.
+
+Exit codes (a contract): 0 every checked property holds within the bounds (or every
+suite expectation is met); 1 a property is violated (or an expectation is not
+met); 2 usage or configuration error, one line on stderr; 3 incomplete
+(interrupted, out of time or memory), with what was explored so far.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any
+
+import click
+
+from isrcheck.checker import CheckResult, Observer, Progress
+
+OK, FAILED, USAGE, INCOMPLETE = 0, 1, 2, 3
+
+
+def exit_code(result: CheckResult) -> int:
+    if not result.complete:
+        return INCOMPLETE
+    return OK if result.all_hold else FAILED
+
+
+class UsageFailure(Exception):
+    """Raised anywhere in a command to end it with one line and exit code 2."""
+
+
+class OneLineCommand(click.Command):
+    """A click command whose usage errors are one line and exit 2, never a traceback."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:  # type: ignore[override]
+        name = prog_name or self.name or "isrcheck"
+        try:
+            rv = super().main(args=args, prog_name=name, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            click.echo(e.ctx.get_help() if e.ctx else str(e))
+            sys.exit(USAGE)
+        except click.UsageError as e:
+            click.echo(f"{name}: error: {_one_line(e.format_message())}", err=True)
+            sys.exit(USAGE)
+        except UsageFailure as e:
+            click.echo(f"{name}: error: {_one_line(str(e))}", err=True)
+            sys.exit(USAGE)
+        except click.exceptions.Abort:
+            click.echo(f"{name}: interrupted", err=True)
+            sys.exit(INCOMPLETE)
+        if isinstance(rv, int):
+            sys.exit(rv)
+        sys.exit(OK)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+class CliObserver(Observer):
+    """Progress on stderr when it is a terminal; the first Ctrl-C asks for a clean stop."""
+
+    def __init__(self, show_progress: bool | None = None) -> None:
+        super().__init__()
+        self.show_progress = sys.stderr.isatty() if show_progress is None else show_progress
+        self._previous = None
+
+    def progress(self, info: Progress) -> None:
+        if self.show_progress:
+            click.echo(f"  ... {info.line()}", err=True)
+
+    def __enter__(self) -> "CliObserver":
+        def handler(signum, frame):  # noqa: ARG001
+            if self.stop_reason:
+                raise KeyboardInterrupt
+            self.request_stop("interrupted")
+            click.echo("  ... stopping at the next clean point (Ctrl-C again to abort)", err=True)
+
+        self._previous = signal.signal(signal.SIGINT, handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        signal.signal(signal.SIGINT, self._previous)

@@ -1,0 +1,140 @@
+"""Rendering a check's outcome: the text a person reads and the JSON tools parse."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from isrcheck.properties import BY_NAME
+from isrcheck.traces.narrate import describe_step, explain_violation
+
+from .runner import CheckOutcome
+
+
+def bounds(outcome: CheckOutcome) -> dict[str, Any]:
+    c = outcome.run.config
+    return {
+        "max_records": c.max_records,
+        "log_size": c.log_size,
+        "max_leader_epoch": c.max_leader_epoch,
+        "max_depth": outcome.run.options.max_depth,
+        "crashes": 0 if c.core else c.crashes,
+        "disk_loss": 0 if c.core else c.disk_loss,
+    }
+
+
+def bounds_words(outcome: CheckOutcome) -> str:
+    b = bounds(outcome)
+    words = f"max-records {b['max_records']}, log-size {b['log_size']}, max-leader-epoch {b['max_leader_epoch']}"
+    if not outcome.run.config.core:
+        words += f", crashes {b['crashes']}"
+        if b["disk_loss"]:
+            words += f", disk-loss {b['disk_loss']}"
+    if b["max_depth"] is not None:
+        words += f", max-depth {b['max_depth']}"
+    return words
+
+
+def to_json(outcome: CheckOutcome) -> dict[str, Any]:
+    r = outcome.result
+    opts = outcome.run.options
+    config = dict(outcome.run.config.as_dict())
+    config.update(
+        engine=outcome.run.engine,
+        symmetry=opts.symmetry,
+        max_depth=opts.max_depth,
+        explore_all=opts.explore_all,
+        time_limit=opts.time_limit,
+        max_memory=opts.max_memory,
+        properties=[p.name for p in r.properties],
+        trace_dir=str(outcome.run.trace_dir) if outcome.run.trace_dir else None,
+        **{k: v for k, v in outcome.run.engine_args.items() if isinstance(v, (str, int, float, bool, type(None)))},
+    )
+    return {
+        "config": config,
+        "engine": r.engine,
+        "complete": r.complete,
+        "exhausted": r.exhausted,
+        "stop_reason": r.stop_reason or None,
+        "states": r.stats.states,
+        "states_before_symmetry": r.stats.full_states,
+        "generated": r.stats.generated,
+        "depth": r.stats.depth,
+        "seconds": round(r.stats.seconds, 3),
+        "states_per_second": round(r.stats.states_per_second, 1),
+        "peak_memory_bytes": r.stats.peak_memory,
+        "properties": [
+            {
+                "name": p.name,
+                "expectation": p.expectation,
+                "status": p.status,
+                "trace_length": p.trace_length,
+                "trace_file": str(outcome.trace_files[p.name]) if p.name in outcome.trace_files else None,
+                **({"note": p.note} if p.note else {}),
+            }
+            for p in r.properties
+        ],
+        "bounds": bounds(outcome),
+    }
+
+
+def render_json(outcome: CheckOutcome) -> str:
+    return json.dumps(to_json(outcome), indent=2)
+
+
+def status_words(outcome: CheckOutcome, name: str) -> str:
+    p = outcome.result.by_name(name)
+    file = outcome.trace_files.get(name)
+    saved = f": trace saved to {file}" if file else ""
+    if p.expectation == "always":
+        if p.status == "violated":
+            return f"VIOLATED in {p.trace_length} states{saved}"
+        if p.status == "proved":
+            return "proved for every depth" + (f" ({p.note})" if p.note else "")
+        if p.status == "holds":
+            return "holds within bounds"
+        return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
+    if p.status == "holds":
+        return f"witnessed in {p.trace_length} states" + (f": example saved to {file}" if file else "")
+    if p.status == "violated":
+        return "NEVER HAPPENS within bounds (vacuous)"
+    return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
+
+
+def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
+    r = outcome.result
+    s = r.stats
+    lines = [f"isrcheck: {outcome.run.config.summary()}"]
+    lines.append(f"engine {r.engine}, symmetry reduction {'on' if r.symmetry else 'off'}")
+    width = max((len(p.name) for p in r.properties), default=10) + 2
+    for p in r.properties:
+        lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name)}")
+    if explain:
+        for p in r.properties:
+            if p.status == "violated" and p.expectation == "always" and p.name in outcome.traces:
+                lines.extend(explain_lines(outcome, p.name))
+    full = f" ({s.full_states:,} before symmetry reduction)" if s.full_states is not None else ""
+    lines.append(
+        f"states: {s.states:,} distinct{full}, {s.generated:,} generated, depth {s.depth}, "
+        f"{s.seconds:.2f} s, {s.states_per_second:,.0f} states/s, peak memory {s.peak_memory / 2**20:,.0f} MiB"
+    )
+    if r.complete:
+        scope = "the whole bounded space" if r.exhausted else "until every property was decided"
+        lines.append(f"searched {scope}; bounds: {bounds_words(outcome)}")
+    else:
+        lines.append(
+            f"INCOMPLETE ({r.stop_reason}): {s.states:,} states explored, depth {s.depth} fully explored, "
+            f"{s.queue:,} still queued; undecided properties are unknown"
+        )
+    return "\n".join(lines)
+
+
+def explain_lines(outcome: CheckOutcome, name: str) -> list[str]:
+    """A counterexample in Kafka words: the steps, then what broke."""
+    trace = outcome.traces[name]
+    out = [f"\n{name}: {BY_NAME[name].doc}"]
+    for i in range(1, len(trace.steps)):
+        before, step = trace.steps[i - 1], trace.steps[i]
+        out.append(f"  {i:>2}. {describe_step(before.state, step.action, step.state)}")
+    out.append(f"  => {explain_violation(trace)}\n")
+    return out

@@ -1,0 +1,78 @@
+"""The composition root of a check: model, properties, engine, traces.
+
+``run_check`` is what ``check-model`` and ``check-suite`` both call: it builds the
+model for a configuration, picks the engine, runs it, turns every path the
+engine returned into a replayed Trace and saves it as ITF JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from isrcheck.checker import CheckOptions, CheckResult, Observer, get_engine
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.properties import BY_NAME, select
+from isrcheck.traces import Trace, trace_from_path
+from isrcheck.traces import itf
+
+
+@dataclass
+class CheckRun:
+    config: ModelConfig
+    engine: str = "bfs"
+    properties: tuple[str, ...] = ()
+    options: CheckOptions = field(default_factory=CheckOptions)
+    trace_dir: Path | None = Path("traces-out")
+    engine_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CheckOutcome:
+    run: CheckRun
+    result: CheckResult
+    traces: dict[str, Trace] = field(default_factory=dict)
+    trace_files: dict[str, Path] = field(default_factory=dict)
+
+
+def config_slug(config: ModelConfig) -> str:
+    """A short, readable file-name stem for a configuration."""
+    parts = [config.protocol, f"rf{config.rf}"]
+    if config.core:
+        parts.append("core")
+    else:
+        parts += [f"acks{config.acks}", f"minisr{config.min_isr}", f"crashes{config.crashes}"]
+        if config.disk_loss:
+            parts.append(f"diskloss{config.disk_loss}")
+        if config.unclean_election:
+            parts.append("unclean")
+        if not config.consumer:
+            parts.append("noconsumer")
+    defaults = ModelConfig()
+    if (config.max_records, config.log_size, config.max_leader_epoch) != (
+        defaults.max_records,
+        config.max_records,
+        defaults.max_leader_epoch,
+    ):
+        parts.append(f"r{config.max_records}l{config.log_size}e{config.max_leader_epoch}")
+    return "-".join(parts)
+
+
+def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
+    model = ReplicationModel(run.config)
+    props = select(run.config, list(run.properties) or None)
+    engine = get_engine(run.engine, **run.engine_args)
+    result = engine.check(model, props, run.options, observer)
+    outcome = CheckOutcome(run, result)
+    for pr in result.properties:
+        if pr.path is None:
+            continue
+        prop = BY_NAME[pr.name]
+        trace = trace_from_path(model, pr.path.states, pr.path.actions, pr.name, prop.expectation, prop.doc)
+        outcome.traces[pr.name] = trace
+        if run.trace_dir is not None:
+            kind = "counterexample" if prop.expectation == "always" else "witness"
+            name = f"{config_slug(run.config)}-{pr.name}-{kind}.itf.json"
+            outcome.trace_files[pr.name] = itf.save(trace, run.trace_dir / name)
+    return outcome

@@ -1,0 +1,365 @@
+"""The successor function: the hot path of every explicit engine.
+
+``make_successors(layout, catalogue)`` returns a closure ``successors(state)``
+that lists ``(action index, next state)`` for every enabled action, in catalogue
+order. It reads fields with shifts and table lookups and builds each successor by
+adding deltas to the packed int, so it allocates one tuple per successor and a few
+short lists per state.
+
+The actions are those of the published specification (hachikuji/kafka-specification),
+re-encoded here, with the four protocol revisions' truncation and fencing rules.
+In the Kafka model (``config.core`` false) the features of PROTOCOL.md are added
+(producer acks, consumers, crashes, disk loss, unclean election) and three points
+where the specification abstracts Kafka follow Kafka instead (see ``kafka_rules``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .actions import Catalogue
+from .config import Revision
+from .layout import Layout
+
+Successors = Callable[[int], list[tuple[int, int]]]
+
+
+def first_nonmatching_offset(leader_log: tuple[int, ...], follower_log: tuple[int, ...]) -> int:
+    """KIP-279 truncation point: one past the largest offset where both logs hold the same record."""
+    if not leader_log:
+        return 0
+    best = -1
+    for o, rec in enumerate(follower_log):
+        if o < len(leader_log) and leader_log[o] == rec:
+            best = o
+    return best + 1
+
+
+def kip101_lookup(leader_log: tuple[int, ...], epoch: int, n_epochs: int) -> int:
+    """KIP-101 OffsetForLeaderEpoch answer, or -1 where the follower falls back to its HWM."""
+    if not leader_log:
+        return -1
+    if leader_log[-1] % n_epochs == epoch:
+        return len(leader_log)
+    for o, rec in enumerate(leader_log):
+        if rec % n_epochs > epoch:
+            return o
+    return -1
+
+
+def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one flat hot loop on purpose
+    cfg = L.config
+    rf = L.rf
+    R = range(rf)
+    kafka = L.kafka
+    rev = cfg.revision
+    fenced = rev is Revision.KIP_320
+    # Kafka-model rules (see module docstring): only a believed leader advances its HWM,
+    # the last ISR member stays in the quorum ISR, crashed brokers take no step.
+    kafka_rules = kafka
+    acks_all = kafka and cfg.acks == "all"
+    acks_one = kafka and cfg.acks == "1"
+    min_isr = cfg.min_isr
+    unclean = kafka and cfg.unclean_election
+    max_crashes = cfg.crashes if kafka else 0
+    max_disk = cfg.disk_loss if kafka else 0
+    consumer = kafka and cfg.consumer
+
+    SH = L.local_shift
+    LM = L.local_mask
+    MB = L.meta_bits
+    MM = L.meta_mask
+    M_HW, M_EP, M_LD, M_ISR, M_LIFE = L.meta_hw, L.meta_epoch, L.meta_leader, L.meta_isr, L.meta_life
+    U_HW, U_EP, U_LD, U_ISR = L.u_hw, L.u_epoch, L.u_leader, L.u_isr
+    POP = L.popcount
+    MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
+    NOT_MEMBERS = [tuple(r for r in R if not m >> r & 1) for m in range(L.n_isr)]
+    N_ISR = L.n_isr
+    SLOT_LEADER = [L.slot_leader(v) for v in range((rf + 1) * N_ISR)]
+    SLOT_ISR = [L.slot_isr(v) for v in range((rf + 1) * N_ISR)]
+
+    LS = L.log_size
+    LS1 = LS + 1
+    MR = L.max_records
+    ME = L.max_epoch
+    NE = L.n_epochs
+    NREC = L.n_records
+    LOG_LEN = L.log_len
+    LOG_REC_AT = L.log_rec_at
+    LOG_APPEND = L.log_append
+    LOG_TRUNC = L.log_trunc
+    LOG_LAST_EPOCH = L.log_last_epoch
+    PREFIX_IDS = L.log_prefix_ids
+    NLOGS = L.n_logs
+
+    NID_SH = L.f_next_id.shift
+    NID_M = L.f_next_id.mask
+    NLE_SH = L.f_next_epoch.shift
+    NLE_M = L.f_next_epoch.mask
+    QI_SH = L.f_quorum_isr.shift
+    QI_M = L.f_quorum_isr.mask
+    SLOT_SH = [f.shift for f in L.f_slots]
+    SLOT_M = L.f_slots[0].mask
+    NID_UNIT = 1 << NID_SH
+    NLE_UNIT = 1 << NLE_SH
+
+    if kafka:
+        CR_SH, CR_M = L.f_crashes.shift, L.f_crashes.mask
+        DL_SH, DL_M = L.f_disk_losses.shift, L.f_disk_losses.mask
+        AK_SH = L.f_acked.shift
+        CM_SH, CM_M = L.f_committed.shift, L.f_committed.mask
+        RB_SH, RB_M = (L.f_readable.shift, L.f_readable.mask) if L.f_readable else (0, 0)
+        DEAD_META_BASE = L.meta_of(0, -1, -1, 0, 1)  # life 1 + mark is added per crash
+
+    # Truncation tables, computed once per (leader log, follower log) pair on demand.
+    logs = L.logs
+    fnm_cache: dict[int, int] = {}
+
+    def fnm(leader_log: int, follower_log: int) -> int:
+        key = leader_log * NLOGS + follower_log
+        v = fnm_cache.get(key)
+        if v is None:
+            v = fnm_cache[key] = first_nonmatching_offset(logs[leader_log], logs[follower_log])
+        return v
+
+    LOOKUP101 = [kip101_lookup(logs[g], e, NE) for g in range(NLOGS) for e in range(NE)]
+
+    A_ELECT = cat.base["ControllerElectLeader"]
+    A_CSHRINK = cat.base["ControllerShrinkIsr"]
+    A_BLEAD = cat.base["BecomeLeader"]
+    A_BFOLLOW = cat.base["BecomeFollower"]
+    A_WRITE = cat.base["LeaderWrite"]
+    A_INCHW = cat.base["LeaderIncHighWatermark"]
+    A_SHRINK = cat.base["LeaderShrinkIsr"]
+    A_EXPAND = cat.base["LeaderExpandIsr"]
+    A_FETCH = cat.base["FollowerFetch"]
+    A_UNCLEAN = cat.base.get("ControllerUncleanElect", -1)
+    A_CRASH = cat.base.get("BrokerCrash", -1)
+    A_DISK = cat.base.get("BrokerCrashDiskLoss", -1)
+    A_RESTART = cat.base.get("BrokerRestart", -1)
+    NEP1 = ME + 1
+
+    def expose(t: int, ids: int, true_leader: bool) -> int:
+        """Record ids now below a believed leader's HWM: readable by some consumer, and
+        committed when that leader is the true leader (history variables)."""
+        if consumer:
+            c = (t >> RB_SH) & RB_M
+            t += ((c | ids) - c) << RB_SH
+        if true_leader:
+            c = (t >> CM_SH) & CM_M
+            t += ((c | ids) - c) << CM_SH
+        return t
+
+    def successors(s: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        app = out.append
+        nid = (s >> NID_SH) & NID_M
+        nle = (s >> NLE_SH) & NLE_M
+        qisr = (s >> QI_SH) & QI_M
+        if nle:
+            qlead = SLOT_LEADER[(s >> SLOT_SH[nle - 1]) & SLOT_M]
+            qep = nle - 1
+        else:
+            qlead = qep = -1
+        meta = [(s >> SH[r]) & MM for r in R]
+        lg = [((s >> SH[r]) & LM) >> MB for r in R]
+        hw = [M_HW[m] for m in meta]
+        ep = [M_EP[m] for m in meta]
+        ld = [M_LD[m] for m in meta]
+        isr = [M_ISR[m] for m in meta]
+        ln = [LOG_LEN[g] for g in lg]
+        alive = [M_LIFE[m] == 0 for m in meta] if kafka else None
+
+        # ---- controller: elect, shrink (failure detection), unclean elect ----------
+        if nle <= ME:
+            base = s + NLE_UNIT
+            ssh = SLOT_SH[nle]
+            for r in MEMBERS[qisr]:
+                if r != qlead and (not kafka or alive[r]):
+                    app((A_ELECT + r, base + (((r + 1) * N_ISR + qisr) << ssh)))
+            for r in R:
+                bit = 1 << r
+                if qlead == r:
+                    nl = -1
+                    ni = qisr if qisr == bit else qisr & ~bit
+                    if kafka_rules and ni == 0:
+                        ni = qisr
+                elif qisr & bit:
+                    nl = qlead
+                    ni = qisr & ~bit
+                    if kafka_rules and ni == 0:
+                        continue  # the last ISR member stays in the ISR (ZooKeeper-era Kafka)
+                else:
+                    continue
+                app((A_CSHRINK + r, base + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)))
+            if unclean:
+                for r in MEMBERS[qisr]:
+                    if alive[r]:
+                        break
+                else:
+                    for r in R:
+                        if alive[r]:
+                            ni = 1 << r
+                            app((A_UNCLEAN + r, base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)))
+
+        # ---- BecomeLeader: a replica applies a newer request naming itself ----------
+        for e in range(nle):
+            slot = (s >> SLOT_SH[e]) & SLOT_M
+            r = SLOT_LEADER[slot]
+            if r >= 0 and e > ep[r] and (not kafka or alive[r]):
+                ni = SLOT_ISR[slot]
+                t = s + (((e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR) << SH[r])
+                if kafka:
+                    t = expose(t, PREFIX_IDS[lg[r] * LS1 + hw[r]], r == qlead and e == qep)
+                app((A_BLEAD + r * NEP1 + e, t))
+
+        # ---- BecomeFollower: apply a newer request naming another leader, truncate --
+        for r in R:
+            if kafka and not alive[r]:
+                continue
+            for e in range(ep[r] + 1, nle):
+                slot = (s >> SLOT_SH[e]) & SLOT_M
+                lead = SLOT_LEADER[slot]
+                if lead < 0 or lead == r:
+                    continue
+                if fenced:
+                    if ld[lead] != lead or ep[lead] != e:
+                        continue
+                    to = fnm(lg[lead], lg[r])
+                elif rev is Revision.HW_TRUNCATION:
+                    to = hw[r]
+                else:
+                    if kafka and not alive[lead]:
+                        continue  # the epoch lookup needs an answer from the leader
+                    if ln[r] == 0:
+                        to = 0
+                    elif rev is Revision.KIP_101:
+                        to = LOOKUP101[lg[lead] * NE + LOG_LAST_EPOCH[lg[r]]]
+                        if to < 0:
+                            to = hw[r]
+                    else:
+                        to = fnm(lg[lead], lg[r])
+                if to > ln[r]:
+                    continue  # the specification disables a truncation past the log end
+                ng = LOG_TRUNC[lg[r] * LS1 + to]
+                nh = to if to < hw[r] else hw[r]
+                ni = SLOT_ISR[slot]
+                dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                app((A_BFOLLOW + (r * rf + lead) * NEP1 + e, s + ((((ng - lg[r]) << MB) + dmeta) << SH[r])))
+
+        # ---- LeaderWrite: a believed leader appends a record stamped with its epoch --
+        if nid < MR:
+            for r in R:
+                if ld[r] == r and ln[r] < LS:
+                    if acks_all and POP[isr[r]] < min_isr:
+                        continue  # NotEnoughReplicas: the write is rejected
+                    ng = LOG_APPEND[lg[r] * NREC + nid * NE + ep[r]]
+                    t = s + NID_UNIT + ((ng - lg[r]) << (SH[r] + MB))
+                    if kafka:
+                        if acks_one:
+                            t += (1 << nid) << AK_SH
+                        t = expose(t, PREFIX_IDS[ng * LS1 + hw[r]], r == qlead and ep[r] == qep)
+                    app((A_WRITE + r, t))
+
+        # ---- LeaderIncHighWatermark ------------------------------------------------
+        for r in R:
+            h = hw[r]
+            if fenced:
+                if h >= ln[r]:
+                    continue
+                if kafka_rules and ld[r] != r:
+                    continue
+                ok = True
+                for f in MEMBERS[isr[r]]:
+                    if ld[r] != r or ld[f] != r or ep[f] != ep[r] or h >= ln[f]:
+                        ok = False
+                        break
+            else:
+                if ld[r] != r or h >= LS:
+                    continue
+                ok = True
+                for f in MEMBERS[isr[r]]:
+                    if ld[f] != r or h >= ln[f]:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            t = s + (U_HW << SH[r])
+            if kafka:
+                if acks_all and h < ln[r]:
+                    code = LOG_REC_AT[lg[r] * LS + h]
+                    if code % NE == ep[r] and POP[isr[r]] >= min_isr:
+                        t += (1 << (code // NE)) << AK_SH  # the delayed produce completes
+                t = expose(t, PREFIX_IDS[lg[r] * LS1 + h + 1], r == qlead and ep[r] == qep)
+            app((A_INCHW + r, t))
+
+        # ---- ISR changes by the true leader (QuorumUpdateLeaderAndIsr) --------------
+        if qlead >= 0 and ld[qlead] == qlead and ep[qlead] == qep:
+            r = qlead
+            ci = isr[r]
+            end = ln[r]
+            h = hw[r]
+            for f in MEMBERS[ci]:
+                if f == r:
+                    continue
+                if fenced:
+                    lagging = ld[f] != r or ep[f] != ep[r] or ln[f] < end
+                else:
+                    lagging = not (ld[f] == r and (end == 0 or end <= ln[f]))
+                if lagging:
+                    ni = ci & ~(1 << f)
+                    app((A_SHRINK + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])))
+            for f in NOT_MEMBERS[ci]:
+                if ld[f] != r:
+                    continue
+                if fenced:
+                    if ep[f] != ep[r] or (h > 0 and h > ln[f]):
+                        continue
+                    if h != end and not (h < end and LOG_REC_AT[lg[r] * LS + h] % NE == ep[r]):
+                        continue
+                elif h > 0 and not (h <= end and h <= ln[f]):
+                    continue
+                ni = ci | (1 << f)
+                app((A_EXPAND + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])))
+
+        # ---- FollowerFetch: copy the next record from the believed leader -----------
+        for f in R:
+            lead = ld[f]
+            if lead < 0 or ld[lead] != lead:
+                continue
+            if fenced and ep[f] != ep[lead]:
+                continue
+            o = ln[f]
+            if o >= ln[lead] or o >= LS:
+                continue
+            ng = LOG_APPEND[lg[f] * NREC + LOG_REC_AT[lg[lead] * LS + o]]
+            nh = hw[lead] if hw[lead] < o + 1 else o + 1
+            app((A_FETCH + f * rf + lead, s + ((((ng - lg[f]) << MB) + (nh - hw[f]) * U_HW) << SH[f])))
+
+        if not kafka:
+            return out
+
+        # ---- Kafka features: crash, crash with disk loss, restart --------------------
+        if max_crashes:
+            crashes = (s >> CR_SH) & CR_M
+            if crashes < max_crashes:
+                dl = (s >> DL_SH) & DL_M
+                for r in R:
+                    if not alive[r]:
+                        continue
+                    # in-memory state is lost; the log and the HWM checkpoint stay on disk
+                    dead = DEAD_META_BASE + nid + hw[r] * U_HW
+                    app((A_CRASH + r, s + (1 << CR_SH) + ((dead - meta[r]) << SH[r])))
+                    if dl < max_disk:
+                        wiped = DEAD_META_BASE + nid
+                        t = s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])
+                        app((A_DISK + r, t))
+            for r in R:
+                if alive[r] or r == qlead:
+                    continue  # a crashed leader restarts only after the controller moved leadership
+                nh = hw[r] if hw[r] < ln[r] else ln[r]
+                back = nh * U_HW + (qep if qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
+                app((A_RESTART + r, s + ((back - meta[r]) << SH[r])))
+        return out
+
+    return successors

@@ -1,0 +1,401 @@
+"""The named properties: stable names, expectations, one-line docs and predicates.
+
+Each property has two predicates over the same meaning:
+
+* ``reference(state)`` reads a readable ``PartitionState`` and follows the words of
+  PROTOCOL.md; it is the definition that tests and the Z3 engine hold the others to;
+* ``compile(model)`` returns a predicate over packed ints built from the model's
+  tables, for the hot path. Tests check that both agree on every reachable state of
+  small configurations.
+
+``always`` properties must hold in every reachable state; ``sometimes`` properties
+are witnesses that the bounded space is not vacuous (a record is committed, a
+leader fails over, a record becomes readable, a write succeeds during an outage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from isrcheck.model import ModelConfig, PartitionState, ReplicationModel
+
+Predicate = Callable[[int], bool]
+Expectation = Literal["always", "sometimes"]
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    expectation: Expectation
+    doc: str
+    applies: Callable[[ModelConfig], bool]
+    reference: Callable[[PartitionState], bool]
+    compile: Callable[[ReplicationModel], Predicate]
+
+
+# ---- readable definitions ---------------------------------------------------------
+
+
+def _agree_below(ps: PartitionState, r1: int, r2: int, hw: int) -> bool:
+    a, b = ps.replicas[r1].log, ps.replicas[r2].log
+    return hw <= len(a) and hw <= len(b) and a[:hw] == b[:hw]
+
+
+def _isr_ref(strong: bool) -> Callable[[PartitionState], bool]:
+    def check(ps: PartitionState) -> bool:
+        for r1, rs in enumerate(ps.replicas):
+            if rs.leader != r1 or rs.hw == 0:
+                continue
+            members = ps.quorum.isr if strong else rs.isr
+            if not all(_agree_below(ps, r1, r2, rs.hw) for r2 in members):
+                return False
+        return True
+
+    return check
+
+
+def _leader_in_isr_ref(ps: PartitionState) -> bool:
+    return ps.quorum.leader is None or ps.quorum.leader in ps.quorum.isr
+
+
+def _log_matching_ref(ps: PartitionState) -> bool:
+    n = len(ps.replicas)
+    return all(
+        _agree_below(ps, r1, r2, min(ps.replicas[r1].hw, ps.replicas[r2].hw))
+        for r1 in range(n)
+        for r2 in range(r1 + 1, n)
+    )
+
+
+def _in_leader_log(ps: PartitionState, ids: frozenset[int]) -> bool:
+    leader = ps.true_leader()
+    if leader is None:
+        return True
+    present = {rec.id for rec in ps.replicas[leader].log}
+    return ids <= present
+
+
+def _committed_survive_ref(ps: PartitionState) -> bool:
+    return _in_leader_log(ps, ps.committed)
+
+
+def _acked_survive_ref(ps: PartitionState) -> bool:
+    return _in_leader_log(ps, ps.acked)
+
+
+def _read_within_hwm_ref(ps: PartitionState) -> bool:
+    return _in_leader_log(ps, ps.readable)
+
+
+def _leader_failover_ref(ps: PartitionState) -> bool:
+    leader = ps.true_leader()
+    return leader is not None and any(
+        req.leader is not None and req.leader != leader for req in ps.requests
+    )
+
+
+def _write_after_crash_ref(ps: PartitionState) -> bool:
+    return any(
+        not rs.alive and any(i >= (rs.crash_mark or 0) for i in ps.acked) for rs in ps.replicas
+    )
+
+
+# ---- compiled predicates over packed states -------------------------------------
+
+
+class _Tables:
+    """Field readers shared by the compiled predicates of one model."""
+
+    def __init__(self, model: ReplicationModel) -> None:
+        L = model.layout
+        self.L = L
+        ls1 = L.log_size + 1
+        # index of log[:h] in the log table, or -1 when the log is shorter than h
+        self.prefix = [L.log_index[g[:h]] if h <= len(g) else -1 for g in L.logs for h in range(ls1)]
+        self.ls1 = ls1
+
+    def locals(self, s: int) -> tuple[list[int], list[int]]:
+        L = self.L
+        metas = [(s >> sh) & L.meta_mask for sh in L.local_shift]
+        logs = [((s >> sh) & L.local_mask) >> L.meta_bits for sh in L.local_shift]
+        return metas, logs
+
+    def true_leader(self, s: int, metas: list[int]) -> int:
+        L = self.L
+        nle = (s >> L.f_next_epoch.shift) & L.f_next_epoch.mask
+        if not nle:
+            return -1
+        q = L.slot_leader((s >> L.f_slots[nle - 1].shift) & L.f_slots[nle - 1].mask)
+        if q < 0 or L.meta_leader[metas[q]] != q or L.meta_epoch[metas[q]] != nle - 1:
+            return -1
+        return q
+
+
+def _isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
+    def build(model: ReplicationModel) -> Predicate:
+        T = _Tables(model)
+        L = T.L
+        PREFIX, LS1 = T.prefix, T.ls1
+        M_HW, M_LD, M_ISR = L.meta_hw, L.meta_leader, L.meta_isr
+        QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
+        R = range(L.rf)
+        MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
+        SH, MM, LM, MB = L.local_shift, L.meta_mask, L.local_mask, L.meta_bits
+
+        def holds(s: int) -> bool:
+            qisr = (s >> QI_SH) & QI_M
+            for r1 in R:
+                m = (s >> SH[r1]) & MM
+                h = M_HW[m]
+                if M_LD[m] != r1 or h == 0:
+                    continue
+                p = PREFIX[(((s >> SH[r1]) & LM) >> MB) * LS1 + h]
+                if p < 0:
+                    if (qisr if strong else M_ISR[m]):
+                        return False
+                    continue
+                for r2 in MEMBERS[qisr if strong else M_ISR[m]]:
+                    if PREFIX[(((s >> SH[r2]) & LM) >> MB) * LS1 + h] != p:
+                        return False
+            return True
+
+        return holds
+
+    return build
+
+
+def _leader_in_isr_compiled(model: ReplicationModel) -> Predicate:
+    L = model.layout
+    NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
+    QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
+    SLOT_SH = [f.shift for f in L.f_slots]
+    SLOT_M = L.f_slots[0].mask
+    n_isr = L.n_isr
+
+    def holds(s: int) -> bool:
+        nle = (s >> NLE_SH) & NLE_M
+        if not nle:
+            return True
+        q = ((s >> SLOT_SH[nle - 1]) & SLOT_M) // n_isr - 1
+        return q < 0 or bool((((s >> QI_SH) & QI_M) >> q) & 1)
+
+    return holds
+
+
+def _log_matching_compiled(model: ReplicationModel) -> Predicate:
+    T = _Tables(model)
+    L = T.L
+    PREFIX, LS1 = T.prefix, T.ls1
+    M_HW = L.meta_hw
+    pairs = [(a, b) for a in range(L.rf) for b in range(a + 1, L.rf)]
+
+    def holds(s: int) -> bool:
+        metas, logs = T.locals(s)
+        for a, b in pairs:
+            h = min(M_HW[metas[a]], M_HW[metas[b]])
+            if h:
+                pa = PREFIX[logs[a] * LS1 + h]
+                if pa < 0 or PREFIX[logs[b] * LS1 + h] != pa:
+                    return False
+        return True
+
+    return holds
+
+
+def _history_in_leader_compiled(field: str) -> Callable[[ReplicationModel], Predicate]:
+    """Every record id of a history field is in the true leader's log (ids sit at one offset)."""
+
+    def build(model: ReplicationModel) -> Predicate:
+        T = _Tables(model)
+        L = T.L
+        LOG_IDS = L.log_ids
+        f = getattr(L, field)
+
+        def holds(s: int) -> bool:
+            ids = (s >> f.shift) & f.mask
+            if not ids:
+                return True
+            metas, logs = T.locals(s)
+            q = T.true_leader(s, metas)
+            return q < 0 or not (ids & ~LOG_IDS[logs[q]])
+
+        return holds
+
+    return build
+
+
+def _nonzero_compiled(field: str) -> Callable[[ReplicationModel], Predicate]:
+    def build(model: ReplicationModel) -> Predicate:
+        f = getattr(model.layout, field)
+        return lambda s: bool((s >> f.shift) & f.mask)
+
+    return build
+
+
+def _leader_failover_compiled(model: ReplicationModel) -> Predicate:
+    T = _Tables(model)
+    L = T.L
+    NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
+
+    def holds(s: int) -> bool:
+        metas, _ = T.locals(s)
+        q = T.true_leader(s, metas)
+        if q < 0:
+            return False
+        for e in range((s >> NLE_SH) & NLE_M):
+            other = L.slot_leader(L.f_slots[e].get(s))
+            if other >= 0 and other != q:
+                return True
+        return False
+
+    return holds
+
+
+def _write_after_crash_compiled(model: ReplicationModel) -> Predicate:
+    L = model.layout
+    ak = L.f_acked
+    SH, MM, M_LIFE = L.local_shift, L.meta_mask, L.meta_life
+
+    def holds(s: int) -> bool:
+        acked = (s >> ak.shift) & ak.mask
+        if not acked:
+            return False
+        for sh in SH:
+            life = M_LIFE[(s >> sh) & MM]
+            if life and acked >> (life - 1):
+                return True
+        return False
+
+    return holds
+
+
+def _kafka(config: ModelConfig) -> bool:
+    return not config.core
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property(
+        "weak-isr",
+        "always",
+        "every believed leader's records below its HWM are on every member of its cached ISR",
+        lambda c: True,
+        _isr_ref(strong=False),
+        _isr_compiled(strong=False),
+    ),
+    Property(
+        "strong-isr",
+        "always",
+        "records below any believed leader's HWM are on every quorum ISR member: committed data survives a clean election",
+        lambda c: True,
+        _isr_ref(strong=True),
+        _isr_compiled(strong=True),
+    ),
+    Property(
+        "leader-in-isr",
+        "always",
+        "the quorum leader, when there is one, is in the quorum ISR",
+        lambda c: True,
+        _leader_in_isr_ref,
+        _leader_in_isr_compiled,
+    ),
+    Property(
+        "log-matching",
+        "always",
+        "any two replicas hold identical records below both of their HWMs",
+        _kafka,
+        _log_matching_ref,
+        _log_matching_compiled,
+    ),
+    Property(
+        "committed-survive",
+        "always",
+        "every record ever committed is in the log of every later leader",
+        _kafka,
+        _committed_survive_ref,
+        _history_in_leader_compiled("f_committed"),
+    ),
+    Property(
+        "acked-survive",
+        "always",
+        "every record acknowledged to the producer is in the current leader's log",
+        lambda c: _kafka(c) and c.acks != "0",
+        _acked_survive_ref,
+        _history_in_leader_compiled("f_acked"),
+    ),
+    Property(
+        "read-within-hwm",
+        "always",
+        "what a consumer can read (below a believed leader's HWM) stays in the leader's log",
+        lambda c: _kafka(c) and c.consumer,
+        _read_within_hwm_ref,
+        _history_in_leader_compiled("f_readable"),
+    ),
+    Property(
+        "record-committed",
+        "sometimes",
+        "some record gets committed (the bounds leave room for replication)",
+        _kafka,
+        lambda ps: bool(ps.committed),
+        _nonzero_compiled("f_committed"),
+    ),
+    Property(
+        "leader-failover",
+        "sometimes",
+        "a different broker becomes the true leader after an earlier leader",
+        _kafka,
+        _leader_failover_ref,
+        _leader_failover_compiled,
+    ),
+    Property(
+        "consumer-reads",
+        "sometimes",
+        "a consumer can read some record (it fell below a believed leader's HWM)",
+        lambda c: _kafka(c) and c.consumer,
+        lambda ps: bool(ps.readable),
+        _nonzero_compiled("f_readable"),
+    ),
+    Property(
+        "write-after-crash",
+        "sometimes",
+        "a record appended while a broker is down is acknowledged while that broker is still down",
+        lambda c: _kafka(c) and c.crashes > 0 and c.acks != "0",
+        _write_after_crash_ref,
+        _write_after_crash_compiled,
+    ),
+)
+
+BY_NAME = {p.name: p for p in PROPERTIES}
+NAMES = tuple(BY_NAME)
+
+
+class UnknownProperty(ValueError):
+    pass
+
+
+def select(config: ModelConfig, names: list[str] | tuple[str, ...] | None = None) -> list[Property]:
+    """The properties to check: the named ones (validated), else every one that applies."""
+    if not names:
+        return [p for p in PROPERTIES if p.applies(config)]
+    chosen = []
+    for name in names:
+        prop = BY_NAME.get(name)
+        if prop is None:
+            raise UnknownProperty(f"unknown property {name!r}; known: {', '.join(NAMES)}")
+        if not prop.applies(config):
+            raise UnknownProperty(f"property {name!r} does not apply to this configuration ({_why_not(prop, config)})")
+        if prop not in chosen:
+            chosen.append(prop)
+    return chosen
+
+
+def _why_not(prop: Property, config: ModelConfig) -> str:
+    if config.core:
+        return "--core has no producer, consumer or crash history"
+    if prop.name == "acked-survive":
+        return "--acks 0 acknowledges nothing"
+    if prop.name in ("read-within-hwm", "consumer-reads"):
+        return "the consumer is off"
+    if prop.name == "write-after-crash":
+        return "it needs --crashes of at least 1 and acks 1 or all"
+    return "not available here"

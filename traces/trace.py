@@ -1,0 +1,96 @@
+"""The Trace type: a replayed path in readable form, and the replay that guards it.
+
+A trace is never shown or saved unless it re-executes on the model step by step:
+the initial state is the model's, and each step's state is exactly what its named
+action produces from the previous state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isrcheck import MODEL_VERSION
+from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model.state import EncodeError
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read or does not replay; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    action: Action | None  # None for the initial state
+    state: PartitionState
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    config: ModelConfig
+    steps: tuple[Step, ...]
+    property_name: str | None = None
+    expectation: str | None = None  # "always": a counterexample; "sometimes": a witness
+    doc: str = ""
+    model_version: str = MODEL_VERSION
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def is_counterexample(self) -> bool:
+        return self.expectation == "always"
+
+
+def trace_from_path(
+    model: ReplicationModel,
+    states: tuple[int, ...] | list[int],
+    actions: tuple[int, ...] | list[int],
+    property_name: str | None = None,
+    expectation: str | None = None,
+    doc: str = "",
+) -> Trace:
+    """Decode a path of packed states (checked to replay first)."""
+    check_packed_replay(model, states, actions)
+    steps = [Step(None, model.decode(states[0]))]
+    for a, s in zip(actions, states[1:]):
+        steps.append(Step(model.describe(a), model.decode(s)))
+    return Trace(model.config, tuple(steps), property_name, expectation, doc)
+
+
+def check_packed_replay(model: ReplicationModel, states, actions) -> None:
+    if len(states) != len(actions) + 1:
+        raise TraceError("a trace needs one more state than actions")
+    if states[0] not in model.init_states():
+        raise TraceError("state 0 is not an initial state of the model")
+    for i, (a, s) in enumerate(zip(actions, states[1:]), start=1):
+        if model.step(states[i - 1], a) != s:
+            raise TraceError(f"step {i} ({model.describe(a)}) does not lead to the recorded state")
+
+
+def replay(trace: Trace, model: ReplicationModel | None = None) -> list[int]:
+    """Re-execute a readable trace on its model; return the packed states or raise TraceError."""
+    if trace.model_version != MODEL_VERSION:
+        raise TraceError(
+            f"trace was written by model version {trace.model_version}, this isrcheck has {MODEL_VERSION}"
+        )
+    model = model or ReplicationModel(trace.config)
+    packed = []
+    for i, step in enumerate(trace.steps):
+        try:
+            packed.append(model.encode(step.state))
+        except EncodeError as e:
+            raise TraceError(f"state {i}: {e}") from None
+    actions = []
+    for i, step in enumerate(trace.steps[1:], start=1):
+        if step.action is None:
+            raise TraceError(f"state {i} has no action")
+        index = model.catalogue.lookup(step.action.name, step.action.args)
+        if index is None:
+            raise TraceError(f"state {i}: unknown action {step.action}")
+        actions.append(index)
+    if not trace.steps:
+        raise TraceError("the trace has no states")
+    if trace.steps[0].action is not None:
+        raise TraceError("state 0 must have no action")
+    check_packed_replay(model, packed, actions)
+    return packed
