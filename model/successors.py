@@ -355,8 +355,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         t = s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])
                         app((A_DISK + r, t))
             for r in R:
-                if alive[r] or r == qlead:
-                    continue  # a crashed leader restarts only after the controller moved leadership
+                if alive[r] or r == qlead or (qisr >> r & 1 and qisr != 1 << r):
+                    # KIP-380: the controller handles a bounce as a failure first: leadership
+                    # moves away and the broker leaves the ISR, unless it is the last member
+                    continue
                 nh = hw[r] if hw[r] < ln[r] else ln[r]
                 back = nh * U_HW + (qep if qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
                 app((A_RESTART + r, s + ((back - meta[r]) << SH[r])))
