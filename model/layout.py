@@ -9,7 +9,7 @@ Layout, low bits first::
 
     shared fields | replica 0 local | replica 1 local | ...
 
-Shared fields: next record id, next leader epoch, quorum ISR, one LeaderAndIsr
+Shared fields: next record id, quorum ISR, next leader epoch, one LeaderAndIsr
 request slot per epoch (leader and ISR; the request set is a sequence ordered by
 epoch because every request carries a fresh epoch), and the Kafka features'
 counters and history masks. The quorum's leader and epoch are derived: the epoch
@@ -125,11 +125,15 @@ class Layout:
             shift += f.bits
             return f
 
+        # quorum ISR, next epoch and the request slots are adjacent: together they are
+        # the controller's state, one key for the successor function's per-quorum cache
         self.f_next_id = field(mr)
-        self.f_next_epoch = field(me + 1)
         self.f_quorum_isr = field(self.all_replicas)
+        self.f_next_epoch = field(me + 1)
         self.slot_bits = _bits((rf + 1) * self.n_isr - 1)
         self.f_slots = [field((rf + 1) * self.n_isr - 1) for _ in range(me + 1)]
+        self.controller_shift = self.f_quorum_isr.shift
+        self.controller_mask = (1 << (shift - self.controller_shift)) - 1
         self.f_crashes = field(config.crashes) if self.kafka else None
         self.f_disk_losses = field(config.disk_loss) if self.kafka else None
         self.f_acked = field((1 << mr) - 1) if self.kafka else None
@@ -168,6 +172,10 @@ class Layout:
     def record_epoch(self, code: int) -> int:
         return code % self.n_epochs
 
+    def local_info(self) -> "LocalInfo":
+        """Per-local tuples (hw, epoch, leader, isr, log length, log, meta, life), filled on first use."""
+        return LocalInfo(self)
+
     def local(self, state: int, replica: int) -> int:
         return (state >> self.local_shift[replica]) & self.local_mask
 
@@ -185,3 +193,33 @@ def _id_mask(log: tuple[int, ...], n_epochs: int) -> int:
     for code in log:
         mask |= 1 << (code // n_epochs)
     return mask
+
+
+class LocalInfo(dict):
+    """local index -> (hw, epoch, leader, isr, log length, log, meta, life).
+
+    A dict filled on demand rather than a full table: the product of logs and metas
+    grows fast with the bounds, while the locals that states reach stay few. A hit is
+    one C-level dict lookup, so ``zip(*[info[l] for l in locals])`` unpacks a state's
+    replicas in two steps.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        super().__init__()
+        self.layout = layout
+
+    def __missing__(self, local: int) -> tuple[int, ...]:
+        L = self.layout
+        meta, log = local & L.meta_mask, local >> L.meta_bits
+        value = (
+            L.meta_hw[meta],
+            L.meta_epoch[meta],
+            L.meta_leader[meta],
+            L.meta_isr[meta],
+            L.log_len[log],
+            log,
+            meta,
+            L.meta_life[meta],
+        )
+        self[local] = value
+        return value

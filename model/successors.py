@@ -54,6 +54,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     kafka = L.kafka
     rev = cfg.revision
     fenced = rev is Revision.KIP_320
+    hw_trunc = rev is Revision.HW_TRUNCATION
+    kip101 = rev is Revision.KIP_101
     # Kafka-model rules (see module docstring): only a believed leader advances its HWM,
     # the last ISR member stays in the quorum ISR, crashed brokers take no step.
     kafka_rules = kafka
@@ -67,6 +69,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
 
     SH = L.local_shift
     LM = L.local_mask
+    INFO = L.local_info()
     MB = L.meta_bits
     MM = L.meta_mask
     M_HW, M_EP, M_LD, M_ISR, M_LIFE = L.meta_hw, L.meta_epoch, L.meta_leader, L.meta_isr, L.meta_life
@@ -150,100 +153,107 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             t += ((c | ids) - c) << CM_SH
         return t
 
+    class QuorumCache(dict):
+        """controller state (quorum ISR, next epoch, request slots) -> what the successor
+        function needs of it, computed once per distinct controller state."""
+
+        def __missing__(self, key: int) -> tuple:
+            sh = QI_SH
+            qisr = key & QI_M
+            nle = (key >> (NLE_SH - sh)) & NLE_M
+            slots = [(key >> (SLOT_SH[e] - sh)) & SLOT_M for e in range(nle)]
+            qlead = SLOT_LEADER[slots[-1]] if nle else -1
+            qep = nle - 1
+            ctrl: list[tuple[int, int, int]] = []  # (action, delta, replica that must be alive or -1)
+            unclean_moves: list[tuple[int, int, int]] = []
+            if nle <= ME:
+                base = NLE_UNIT
+                ssh = SLOT_SH[nle]
+                for r in MEMBERS[qisr]:
+                    if r != qlead:
+                        ctrl.append((A_ELECT + r, base + (((r + 1) * N_ISR + qisr) << ssh), r))
+                for r in R:
+                    bit = 1 << r
+                    if qlead == r:
+                        nl = -1
+                        ni = qisr if qisr == bit else qisr & ~bit
+                        if kafka_rules and ni == 0:
+                            ni = qisr
+                    elif qisr & bit:
+                        nl = qlead
+                        ni = qisr & ~bit
+                        if kafka_rules and ni == 0:
+                            continue  # the last ISR member stays in the ISR (ZooKeeper-era Kafka)
+                    else:
+                        continue
+                    ctrl.append((A_CSHRINK + r, base + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), -1))
+                if unclean:
+                    for r in R:
+                        ni = 1 << r
+                        d = base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)
+                        unclean_moves.append((A_UNCLEAN + r, d, r))
+            leader_reqs = tuple((SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in enumerate(slots) if SLOT_LEADER[v] >= 0)
+            value = (qisr, nle, qlead, qep, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr], leader_reqs)
+            self[key] = value
+            return value
+
+    QUORUM = QuorumCache()
+    CTRL_SH = L.controller_shift
+    CTRL_M = L.controller_mask
+
     def successors(s: int) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         app = out.append
         nid = (s >> NID_SH) & NID_M
-        nle = (s >> NLE_SH) & NLE_M
-        qisr = (s >> QI_SH) & QI_M
-        if nle:
-            qlead = SLOT_LEADER[(s >> SLOT_SH[nle - 1]) & SLOT_M]
-            qep = nle - 1
-        else:
-            qlead = qep = -1
-        meta = [(s >> SH[r]) & MM for r in R]
-        lg = [((s >> SH[r]) & LM) >> MB for r in R]
-        hw = [M_HW[m] for m in meta]
-        ep = [M_EP[m] for m in meta]
-        ld = [M_LD[m] for m in meta]
-        isr = [M_ISR[m] for m in meta]
-        ln = [LOG_LEN[g] for g in lg]
-        alive = [M_LIFE[m] == 0 for m in meta] if kafka else None
+        qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs = QUORUM[(s >> CTRL_SH) & CTRL_M]
+        hw, ep, ld, isr, ln, lg, meta, life = zip(*[INFO[(s >> sh) & LM] for sh in SH])
 
         # ---- controller: elect, shrink (failure detection), unclean elect ----------
-        if nle <= ME:
-            base = s + NLE_UNIT
-            ssh = SLOT_SH[nle]
-            for r in MEMBERS[qisr]:
-                if r != qlead and (not kafka or alive[r]):
-                    app((A_ELECT + r, base + (((r + 1) * N_ISR + qisr) << ssh)))
-            for r in R:
-                bit = 1 << r
-                if qlead == r:
-                    nl = -1
-                    ni = qisr if qisr == bit else qisr & ~bit
-                    if kafka_rules and ni == 0:
-                        ni = qisr
-                elif qisr & bit:
-                    nl = qlead
-                    ni = qisr & ~bit
-                    if kafka_rules and ni == 0:
-                        continue  # the last ISR member stays in the ISR (ZooKeeper-era Kafka)
-                else:
-                    continue
-                app((A_CSHRINK + r, base + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)))
-            if unclean:
-                for r in MEMBERS[qisr]:
-                    if alive[r]:
-                        break
-                else:
-                    for r in R:
-                        if alive[r]:
-                            ni = 1 << r
-                            app((A_UNCLEAN + r, base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)))
+        for a, d, need in ctrl:
+            if need < 0 or not life[need]:
+                app((a, s + d))
+        if unclean_moves:
+            for r in qmembers:
+                if not life[r]:
+                    break
+            else:
+                for a, d, r in unclean_moves:
+                    if not life[r]:
+                        app((a, s + d))
 
         # ---- BecomeLeader: a replica applies a newer request naming itself ----------
-        for e in range(nle):
-            slot = (s >> SLOT_SH[e]) & SLOT_M
-            r = SLOT_LEADER[slot]
-            if r >= 0 and e > ep[r] and (not kafka or alive[r]):
-                ni = SLOT_ISR[slot]
+        for r, e, ni in leader_reqs:
+            if e > ep[r] and not life[r]:
                 t = s + (((e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR) << SH[r])
                 if kafka:
                     t = expose(t, PREFIX_IDS[lg[r] * LS1 + hw[r]], r == qlead and e == qep)
                 app((A_BLEAD + r * NEP1 + e, t))
 
         # ---- BecomeFollower: apply a newer request naming another leader, truncate --
-        for r in R:
-            if kafka and not alive[r]:
+        for lead, e, ni in leader_reqs:
+            if fenced and (ld[lead] != lead or ep[lead] != e):
                 continue
-            for e in range(ep[r] + 1, nle):
-                slot = (s >> SLOT_SH[e]) & SLOT_M
-                lead = SLOT_LEADER[slot]
-                if lead < 0 or lead == r:
+            if kafka and not hw_trunc and life[lead]:
+                continue  # the truncation point needs an answer from the leader
+            for r in R:
+                if r == lead or e <= ep[r] or life[r]:
                     continue
                 if fenced:
-                    if ld[lead] != lead or ep[lead] != e:
-                        continue
                     to = fnm(lg[lead], lg[r])
-                elif rev is Revision.HW_TRUNCATION:
+                elif hw_trunc:
                     to = hw[r]
+                elif ln[r] == 0:
+                    to = 0
+                elif kip101:
+                    to = LOOKUP101[lg[lead] * NE + LOG_LAST_EPOCH[lg[r]]]
+                    if to < 0:
+                        to = hw[r]
                 else:
-                    if kafka and not alive[lead]:
-                        continue  # the epoch lookup needs an answer from the leader
-                    if ln[r] == 0:
-                        to = 0
-                    elif rev is Revision.KIP_101:
-                        to = LOOKUP101[lg[lead] * NE + LOG_LAST_EPOCH[lg[r]]]
-                        if to < 0:
-                            to = hw[r]
-                    else:
-                        to = fnm(lg[lead], lg[r])
+                    to = fnm(lg[lead], lg[r])
                 if to > ln[r]:
                     continue  # the specification disables a truncation past the log end
                 ng = LOG_TRUNC[lg[r] * LS1 + to]
                 nh = to if to < hw[r] else hw[r]
-                ni = SLOT_ISR[slot]
                 dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
                 app((A_BFOLLOW + (r * rf + lead) * NEP1 + e, s + ((((ng - lg[r]) << MB) + dmeta) << SH[r])))
 
@@ -345,7 +355,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if crashes < max_crashes:
                 dl = (s >> DL_SH) & DL_M
                 for r in R:
-                    if not alive[r]:
+                    if life[r]:
                         continue
                     # in-memory state is lost; the log and the HWM checkpoint stay on disk
                     dead = DEAD_META_BASE + nid + hw[r] * U_HW
@@ -355,7 +365,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         t = s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])
                         app((A_DISK + r, t))
             for r in R:
-                if alive[r] or r == qlead or (qisr >> r & 1 and qisr != 1 << r):
+                if not life[r] or r == qlead or (qisr >> r & 1 and qisr != 1 << r):
                     # KIP-380: the controller handles a bounce as a failure first: leadership
                     # moves away and the broker leaves the ISR, unless it is the last member
                     continue

@@ -116,13 +116,12 @@ class Symmetry:
                 out |= ((logs[old] << MB) | mp[metas[old]]) << SH[j]
             return out
 
-        def orders(s: int) -> tuple[list[tuple[int, ...]], list[int], list[int]]:
-            metas = [(s >> SH[r]) & MM for r in R]
-            logs = [((s >> SH[r]) & LM) >> MB for r in R]
-            sig = [(logs[r] << SIG_SH) | SIG[r][metas[r]] for r in R]
+        sig_tables = [_SigTable(SIG[r], SIG_SH, MB, MM) for r in R]
+
+        def orders(s: int, sig: list[int]) -> list[tuple[int, ...]]:
             order = tuple(sorted(R, key=sig.__getitem__))
             if len(set(sig)) == rf:
-                return [order], metas, logs
+                return [order]
             groups: list[list[int]] = []
             prev = None
             for r in order:
@@ -131,19 +130,28 @@ class Symmetry:
                     prev = sig[r]
                 groups[-1].append(r)
             choices = [list(permutations(g)) for g in groups]
-            return [tuple(x for part in combo for x in part) for combo in product(*choices)], metas, logs
+            return [tuple(x for part in combo for x in part) for combo in product(*choices)]
+
+        def split(s: int) -> tuple[list[int], list[int]]:
+            return [(s >> SH[r]) & MM for r in R], [((s >> SH[r]) & LM) >> MB for r in R]
 
         def canonical(s: int) -> int:
-            cands, metas, logs = orders(s)
+            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
+            if sig == sorted(sig) and len(set(sig)) == rf:
+                return s  # already sorted with no ties: the state is its own representative
+            cands = orders(s, sig)
+            metas, logs = split(s)
             if len(cands) == 1:
                 return apply(s, cands[0], metas, logs)
             return min(apply(s, o, metas, logs) for o in cands)
 
         def orbit_size(s: int) -> int:
             """|orbit| = |group| / |stabiliser|; only tie-preserving relabellings can fix s."""
-            cands, metas, logs = orders(s)
-            if len(cands) == 1:
+            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
+            if len(set(sig)) == rf:
                 return self.full_group
+            cands = orders(s, sig)
+            metas, logs = split(s)
             images = {apply(s, o, metas, logs) for o in cands}
             return self.full_group * len(images) // len(cands)
 
@@ -160,3 +168,15 @@ class Symmetry:
         metas = [(state >> L.local_shift[r]) & L.meta_mask for r in range(self.rf)]
         logs = [L.local(state, r) >> L.meta_bits for r in range(self.rf)]
         return self._apply(state, tuple(order), metas, logs)
+
+
+class _SigTable(dict):
+    """local index -> identity-free signature (log, then the meta signature), filled on demand."""
+
+    def __init__(self, sig_meta: list[int], sig_shift: int, meta_bits: int, meta_mask: int) -> None:
+        super().__init__()
+        self.sig_meta, self.sig_shift, self.meta_bits, self.meta_mask = sig_meta, sig_shift, meta_bits, meta_mask
+
+    def __missing__(self, local: int) -> int:
+        v = self[local] = ((local >> self.meta_bits) << self.sig_shift) | self.sig_meta[local & self.meta_mask]
+        return v

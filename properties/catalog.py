@@ -105,7 +105,7 @@ def _write_after_crash_ref(ps: PartitionState) -> bool:
 
 
 class _Tables:
-    """Field readers shared by the compiled predicates of one model."""
+    """Field readers shared by the compiled predicates of one model (built once per model)."""
 
     def __init__(self, model: ReplicationModel) -> None:
         L = model.layout
@@ -114,49 +114,61 @@ class _Tables:
         # index of log[:h] in the log table, or -1 when the log is shorter than h
         self.prefix = [L.log_index[g[:h]] if h <= len(g) else -1 for g in L.logs for h in range(ls1)]
         self.ls1 = ls1
+        self.info = L.local_info()
+        self._last: int | None = None
+        self._last_ids = -1
 
-    def locals(self, s: int) -> tuple[list[int], list[int]]:
-        L = self.L
-        metas = [(s >> sh) & L.meta_mask for sh in L.local_shift]
-        logs = [((s >> sh) & L.local_mask) >> L.meta_bits for sh in L.local_shift]
-        return metas, logs
+    @staticmethod
+    def of(model: ReplicationModel) -> "_Tables":
+        tables = model.__dict__.get("_property_tables")
+        if tables is None:
+            tables = model.__dict__["_property_tables"] = _Tables(model)
+        return tables
 
-    def true_leader(self, s: int, metas: list[int]) -> int:
+    def leader_log_ids(self, s: int) -> int:
+        """Record ids in the true leader's log, or -1 when there is no true leader.
+
+        Remembers the last state: the engine asks for every history property of a
+        new state in a row, with the same int object."""
+        if s is self._last:
+            return self._last_ids
         L = self.L
         nle = (s >> L.f_next_epoch.shift) & L.f_next_epoch.mask
-        if not nle:
-            return -1
-        q = L.slot_leader((s >> L.f_slots[nle - 1].shift) & L.f_slots[nle - 1].mask)
-        if q < 0 or L.meta_leader[metas[q]] != q or L.meta_epoch[metas[q]] != nle - 1:
-            return -1
-        return q
+        ids = -1
+        if nle:
+            q = L.slot_leader((s >> L.f_slots[nle - 1].shift) & L.f_slots[nle - 1].mask)
+            if q >= 0:
+                hw, ep, ld, isr, ln, lg, meta, life = self.info[(s >> L.local_shift[q]) & L.local_mask]
+                if ld == q and ep == nle - 1:
+                    ids = L.log_ids[lg]
+        self._last, self._last_ids = s, ids
+        return ids
 
 
 def _isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
     def build(model: ReplicationModel) -> Predicate:
-        T = _Tables(model)
+        T = _Tables.of(model)
         L = T.L
-        PREFIX, LS1 = T.prefix, T.ls1
-        M_HW, M_LD, M_ISR = L.meta_hw, L.meta_leader, L.meta_isr
+        PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
         QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
         R = range(L.rf)
         MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
-        SH, MM, LM, MB = L.local_shift, L.meta_mask, L.local_mask, L.meta_bits
+        SH, LM = L.local_shift, L.local_mask
 
         def holds(s: int) -> bool:
-            qisr = (s >> QI_SH) & QI_M
+            infos = [INFO[(s >> sh) & LM] for sh in SH]
             for r1 in R:
-                m = (s >> SH[r1]) & MM
-                h = M_HW[m]
-                if M_LD[m] != r1 or h == 0:
+                h, _, ld, cached, _, lg, _, _ = infos[r1]
+                if ld != r1 or h == 0:
                     continue
-                p = PREFIX[(((s >> SH[r1]) & LM) >> MB) * LS1 + h]
+                members = MEMBERS[(s >> QI_SH) & QI_M if strong else cached]
+                p = PREFIX[lg * LS1 + h]
                 if p < 0:
-                    if (qisr if strong else M_ISR[m]):
+                    if members:
                         return False
                     continue
-                for r2 in MEMBERS[qisr if strong else M_ISR[m]]:
-                    if PREFIX[(((s >> SH[r2]) & LM) >> MB) * LS1 + h] != p:
+                for r2 in members:
+                    if PREFIX[infos[r2][5] * LS1 + h] != p:
                         return False
             return True
 
@@ -184,19 +196,20 @@ def _leader_in_isr_compiled(model: ReplicationModel) -> Predicate:
 
 
 def _log_matching_compiled(model: ReplicationModel) -> Predicate:
-    T = _Tables(model)
+    T = _Tables.of(model)
     L = T.L
-    PREFIX, LS1 = T.prefix, T.ls1
-    M_HW = L.meta_hw
+    PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
+    SH, LM = L.local_shift, L.local_mask
     pairs = [(a, b) for a in range(L.rf) for b in range(a + 1, L.rf)]
 
     def holds(s: int) -> bool:
-        metas, logs = T.locals(s)
+        infos = [INFO[(s >> sh) & LM] for sh in SH]
         for a, b in pairs:
-            h = min(M_HW[metas[a]], M_HW[metas[b]])
+            ia, ib = infos[a], infos[b]
+            h = ia[0] if ia[0] < ib[0] else ib[0]
             if h:
-                pa = PREFIX[logs[a] * LS1 + h]
-                if pa < 0 or PREFIX[logs[b] * LS1 + h] != pa:
+                pa = PREFIX[ia[5] * LS1 + h]
+                if pa < 0 or PREFIX[ib[5] * LS1 + h] != pa:
                     return False
         return True
 
@@ -207,18 +220,17 @@ def _history_in_leader_compiled(field: str) -> Callable[[ReplicationModel], Pred
     """Every record id of a history field is in the true leader's log (ids sit at one offset)."""
 
     def build(model: ReplicationModel) -> Predicate:
-        T = _Tables(model)
-        L = T.L
-        LOG_IDS = L.log_ids
-        f = getattr(L, field)
+        T = _Tables.of(model)
+        f = getattr(T.L, field)
+        shift, mask = f.shift, f.mask
+        leader_ids = T.leader_log_ids
 
         def holds(s: int) -> bool:
-            ids = (s >> f.shift) & f.mask
+            ids = (s >> shift) & mask
             if not ids:
                 return True
-            metas, logs = T.locals(s)
-            q = T.true_leader(s, metas)
-            return q < 0 or not (ids & ~LOG_IDS[logs[q]])
+            have = leader_ids(s)
+            return have < 0 or not (ids & ~have)
 
         return holds
 
@@ -234,16 +246,16 @@ def _nonzero_compiled(field: str) -> Callable[[ReplicationModel], Predicate]:
 
 
 def _leader_failover_compiled(model: ReplicationModel) -> Predicate:
-    T = _Tables(model)
+    T = _Tables.of(model)
     L = T.L
     NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
 
     def holds(s: int) -> bool:
-        metas, _ = T.locals(s)
-        q = T.true_leader(s, metas)
-        if q < 0:
+        if T.leader_log_ids(s) < 0:
             return False
-        for e in range((s >> NLE_SH) & NLE_M):
+        nle = (s >> NLE_SH) & NLE_M
+        q = L.slot_leader(L.f_slots[nle - 1].get(s))
+        for e in range(nle - 1):
             other = L.slot_leader(L.f_slots[e].get(s))
             if other >= 0 and other != q:
                 return True
