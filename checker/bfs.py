@@ -123,22 +123,21 @@ class _Search:
             while i < level_end:
                 nexts = succ(states[i])
                 generated += len(nexts)
+                if canon is not None:
+                    nexts = [(a, canon(t)) for a, t in nexts]
                 for a, t in nexts:
-                    if canon is not None:
-                        t = canon(t)
-                    if t in visited:
-                        continue
-                    add(t)
-                    push_state(t)
-                    push_parent(i)
-                    push_action(a)
-                    for name, pred, always in pending:
-                        if pred(t) != always:
-                            found[name] = len(states) - 1
-                    if len(found) != n_found:
-                        n_found = len(found)
-                        pending = [p for p in pending if p[0] not in found]
-                        decided = not opts.explore_all and not pending
+                    if t not in visited:
+                        add(t)
+                        push_state(t)
+                        push_parent(i)
+                        push_action(a)
+                        for name, pred, always in pending:
+                            if pred(t) != always and name not in found:
+                                found[name] = len(states) - 1
+                if len(found) != n_found:
+                    n_found = len(found)
+                    pending = [p for p in pending if p[0] not in found]
+                    decided = not opts.explore_all and not pending
                 i += 1
                 if decided:
                     break

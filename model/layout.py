@@ -223,3 +223,15 @@ class LocalInfo(dict):
         )
         self[local] = value
         return value
+
+
+def replica_reader(tables: list, shifts: list[int], mask: int):
+    """``f(state) -> (tables[0][local 0], tables[1][local 1], ...)``, unrolled for this rf.
+
+    Why generated code: reading every replica's local is on the hot path of the
+    successor function, the canonicaliser and the properties; an unrolled
+    expression with constant shifts does it without a loop, a zip or a list.
+    """
+    names = {f"t{i}": t for i, t in enumerate(tables)}
+    body = ", ".join(f"t{i}[(s >> {sh}) & {mask}]" for i, sh in enumerate(shifts))
+    return eval(f"lambda s: ({body},)", names)  # noqa: S307 - built from ints and local names only

@@ -19,7 +19,7 @@ from typing import Callable
 
 from .actions import Catalogue
 from .config import Revision
-from .layout import Layout
+from .layout import Layout, replica_reader
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -70,6 +70,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     SH = L.local_shift
     LM = L.local_mask
     INFO = L.local_info()
+    read_replicas = replica_reader([INFO] * rf, SH, LM)
     MB = L.meta_bits
     MM = L.meta_mask
     M_HW, M_EP, M_LD, M_ISR, M_LIFE = L.meta_hw, L.meta_epoch, L.meta_leader, L.meta_isr, L.meta_life
@@ -116,14 +117,14 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
 
     # Truncation tables, computed once per (leader log, follower log) pair on demand.
     logs = L.logs
-    fnm_cache: dict[int, int] = {}
+    class TruncationCache(dict):
+        """leader log * n_logs + follower log -> KIP-279 truncation point, filled on demand."""
 
-    def fnm(leader_log: int, follower_log: int) -> int:
-        key = leader_log * NLOGS + follower_log
-        v = fnm_cache.get(key)
-        if v is None:
-            v = fnm_cache[key] = first_nonmatching_offset(logs[leader_log], logs[follower_log])
-        return v
+        def __missing__(self, key: int) -> int:
+            v = self[key] = first_nonmatching_offset(logs[key // NLOGS], logs[key % NLOGS])
+            return v
+
+    FNM = TruncationCache()
 
     LOOKUP101 = [kip101_lookup(logs[g], e, NE) for g in range(NLOGS) for e in range(NE)]
 
@@ -206,7 +207,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         app = out.append
         nid = (s >> NID_SH) & NID_M
         qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs = QUORUM[(s >> CTRL_SH) & CTRL_M]
-        hw, ep, ld, isr, ln, lg, meta, life = zip(*[INFO[(s >> sh) & LM] for sh in SH])
+        hw, ep, ld, isr, ln, lg, meta, life = zip(*read_replicas(s))
 
         # ---- controller: elect, shrink (failure detection), unclean elect ----------
         for a, d, need in ctrl:
@@ -239,7 +240,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 if r == lead or e <= ep[r] or life[r]:
                     continue
                 if fenced:
-                    to = fnm(lg[lead], lg[r])
+                    to = FNM[lg[lead] * NLOGS + lg[r]]
                 elif hw_trunc:
                     to = hw[r]
                 elif ln[r] == 0:
@@ -249,7 +250,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if to < 0:
                         to = hw[r]
                 else:
-                    to = fnm(lg[lead], lg[r])
+                    to = FNM[lg[lead] * NLOGS + lg[r]]
                 if to > ln[r]:
                     continue  # the specification disables a truncation past the log end
                 ng = LOG_TRUNC[lg[r] * LS1 + to]

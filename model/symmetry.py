@@ -18,7 +18,7 @@ from __future__ import annotations
 from itertools import permutations, product
 from math import factorial
 
-from .layout import Layout
+from .layout import Layout, replica_reader
 
 
 class Symmetry:
@@ -117,6 +117,8 @@ class Symmetry:
             return out
 
         sig_tables = [_SigTable(SIG[r], SIG_SH, MB, MM) for r in R]
+        signatures = replica_reader(sig_tables, SH, LM)
+        in_order = eval("lambda g: " + " < ".join(f"g[{i}]" for i in range(rf)) if rf > 1 else "lambda g: True")  # noqa: S307
 
         def orders(s: int, sig: list[int]) -> list[tuple[int, ...]]:
             order = tuple(sorted(R, key=sig.__getitem__))
@@ -136,9 +138,9 @@ class Symmetry:
             return [(s >> SH[r]) & MM for r in R], [((s >> SH[r]) & LM) >> MB for r in R]
 
         def canonical(s: int) -> int:
-            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
-            if sig == sorted(sig) and len(set(sig)) == rf:
-                return s  # already sorted with no ties: the state is its own representative
+            sig = signatures(s)
+            if in_order(sig):
+                return s  # strictly sorted, so no ties: the state is its own representative
             cands = orders(s, sig)
             metas, logs = split(s)
             if len(cands) == 1:
@@ -147,7 +149,7 @@ class Symmetry:
 
         def orbit_size(s: int) -> int:
             """|orbit| = |group| / |stabiliser|; only tie-preserving relabellings can fix s."""
-            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
+            sig = signatures(s)
             if len(set(sig)) == rf:
                 return self.full_group
             cands = orders(s, sig)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 from isrcheck.model import ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model.layout import replica_reader
 
 Predicate = Callable[[int], bool]
 Expectation = Literal["always", "sometimes"]
@@ -117,6 +118,16 @@ class _Tables:
         self.info = L.local_info()
         self._last: int | None = None
         self._last_ids = -1
+        self._last_infos_of: int | None = None
+        self._last_infos: tuple[tuple[int, ...], ...] = ()
+        self._read = replica_reader([self.info] * L.rf, L.local_shift, L.local_mask)
+
+    def infos(self, s: int) -> tuple[tuple[int, ...], ...]:
+        """Per-replica info tuples of a state, remembered for the next predicate of the same state."""
+        if s is not self._last_infos_of:
+            self._last_infos = self._read(s)
+            self._last_infos_of = s
+        return self._last_infos
 
     @staticmethod
     def of(model: ReplicationModel) -> "_Tables":
@@ -149,14 +160,15 @@ def _isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
     def build(model: ReplicationModel) -> Predicate:
         T = _Tables.of(model)
         L = T.L
-        PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
+        PREFIX, LS1 = T.prefix, T.ls1
         QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
         R = range(L.rf)
         MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
-        SH, LM = L.local_shift, L.local_mask
+
+        infos_of = T.infos
 
         def holds(s: int) -> bool:
-            infos = [INFO[(s >> sh) & LM] for sh in SH]
+            infos = infos_of(s)
             for r1 in R:
                 h, _, ld, cached, _, lg, _, _ = infos[r1]
                 if ld != r1 or h == 0:
@@ -198,12 +210,13 @@ def _leader_in_isr_compiled(model: ReplicationModel) -> Predicate:
 def _log_matching_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L = T.L
-    PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
-    SH, LM = L.local_shift, L.local_mask
+    PREFIX, LS1 = T.prefix, T.ls1
     pairs = [(a, b) for a in range(L.rf) for b in range(a + 1, L.rf)]
 
+    infos_of = T.infos
+
     def holds(s: int) -> bool:
-        infos = [INFO[(s >> sh) & LM] for sh in SH]
+        infos = infos_of(s)
         for a, b in pairs:
             ia, ib = infos[a], infos[b]
             h = ia[0] if ia[0] < ib[0] else ib[0]
