@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import psutil
 from click.core import ParameterSource
 
 from isrcheck.checker import ENGINES, CheckOptions
+from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.model import ACKS, REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS
 from isrcheck.properties import NAMES, UnknownProperty
@@ -41,6 +43,11 @@ def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
         return ModelConfig(**values).validate()
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
+
+
+def default_memory_limit() -> int:
+    """Without --max-memory a run still stops cleanly, at 85% of the machine's memory."""
+    return int(psutil.virtual_memory().total * 0.85)
 
 
 def _duration(ctx, param, value):
@@ -100,6 +107,12 @@ def _nonneg(ctx, param, value):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
 @click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
+@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Save the search in this folder at every level and every --checkpoint-every.")
+@click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
+              help="Longest time between checkpoints inside a level.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Continue the search saved in this folder (same options as the run that saved it).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
 def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
@@ -111,13 +124,22 @@ def main(**params) -> int:
         explore_all=params["explore_all"],
         symmetry=params["symmetry"],
         time_limit=params["time_limit"],
-        max_memory=params["max_memory"],
+        max_memory=params["max_memory"] or default_memory_limit(),
+        checkpoint_every=params["checkpoint_every"],
     )
-    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"])
+    run = CheckRun(
+        config,
+        params["engine"],
+        tuple(params["properties"]),
+        options,
+        params["trace_dir"],
+        checkpoint_dir=params["checkpoint_dir"],
+        resume_dir=params["resume_dir"],
+    )
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
-    except UnknownProperty as e:
+    except (UnknownProperty, CheckpointError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
     return exit_code(outcome.result)
