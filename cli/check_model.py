@@ -74,7 +74,7 @@ def _nonneg(ctx, param, value):
     return value
 
 
-@click.command(cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
 @click.option("--protocol", type=click.Choice(REVISIONS), default="kip-320", show_default=True,
               help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+).")
