@@ -193,7 +193,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         ni = 1 << r
                         d = base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)
                         unclean_moves.append((A_UNCLEAN + r, d, r))
-            leader_reqs = tuple((SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in enumerate(slots) if SLOT_LEADER[v] >= 0)
+            # newest first: a replica applies only requests above its epoch, so scans stop early
+            leader_reqs = tuple(
+                (SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in reversed(list(enumerate(slots))) if SLOT_LEADER[v] >= 0
+            )
             value = (qisr, nle, qlead, qep, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr], leader_reqs)
             self[key] = value
             return value
@@ -223,7 +226,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         app((a, s + d))
 
         # ---- BecomeLeader: a replica applies a newer request naming itself ----------
+        oldest = min(ep)
         for r, e, ni in leader_reqs:
+            if e <= oldest:
+                break
             if e > ep[r] and not life[r]:
                 t = s + (((e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR) << SH[r])
                 if kafka:
@@ -232,6 +238,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
 
         # ---- BecomeFollower: apply a newer request naming another leader, truncate --
         for lead, e, ni in leader_reqs:
+            if e <= oldest:
+                break
             if fenced and (ld[lead] != lead or ep[lead] != e):
                 continue
             if kafka and not hw_trunc and life[lead]:

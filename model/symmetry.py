@@ -100,20 +100,47 @@ class Symmetry:
         ISR_PERM = self.isr_perm
         SLOT_PERM = self.slot_perm
         NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
-        keep_shared = SHM & ~(QI_M << QI_SH)
-        for sh in SLOT_SH:
-            keep_shared &= ~(SLOT_M << sh)
+        CTRL_SH, CTRL_M = L.controller_shift, L.controller_mask
+        keep_shared = SHM & ~(CTRL_M << CTRL_SH)
 
-        def apply(s: int, order: tuple[int, ...], metas: list[int], logs: list[int]) -> int:
+        class ControllerPerm(dict):
+            """controller bits (quorum ISR, next epoch, request slots) -> relabelled, per relabelling."""
+
+            def __init__(self, k: int) -> None:
+                super().__init__()
+                self.k = k
+
+            def __missing__(self, ctrl: int) -> int:
+                k, s = self.k, ctrl << CTRL_SH
+                out = ISR_PERM[k][(s >> QI_SH) & QI_M] << QI_SH | ((s >> NLE_SH) & NLE_M) << NLE_SH
+                for e in range((s >> NLE_SH) & NLE_M):
+                    out |= SLOT_PERM[k][(s >> SLOT_SH[e]) & SLOT_M] << SLOT_SH[e]
+                v = self[ctrl] = out >> CTRL_SH
+                return v
+
+        class LocalPerm(dict):
+            """replica local -> relabelled local, per relabelling (logs keep their records)."""
+
+            def __init__(self, k: int) -> None:
+                super().__init__()
+                self.mp = META_PERM[k]
+
+            def __missing__(self, local: int) -> int:
+                v = self[local] = (local & ~MM) | self.mp[local & MM]
+                return v
+
+        ctrl_perms = [ControllerPerm(k) for k in range(len(self.perms))]
+        local_perms = [LocalPerm(k) for k in range(len(self.perms))]
+        raw_locals = eval(  # noqa: S307 - unrolled from ints only, like layout.replica_reader
+            "lambda s: (" + ", ".join(f"(s >> {sh}) & {LM}" for sh in SH) + ",)"
+        )
+
+        def apply(s: int, order: tuple[int, ...], locs: tuple[int, ...]) -> int:
             k = PERM_INDEX[order]
-            mp = META_PERM[k]
-            out = (s & keep_shared) | (ISR_PERM[k][(s >> QI_SH) & QI_M] << QI_SH)
-            sp = SLOT_PERM[k]
-            for e in range((s >> NLE_SH) & NLE_M):
-                out |= sp[(s >> SLOT_SH[e]) & SLOT_M] << SLOT_SH[e]
+            lp = local_perms[k]
+            out = (s & keep_shared) | (ctrl_perms[k][(s >> CTRL_SH) & CTRL_M] << CTRL_SH)
             for j in R:
-                old = order[j]
-                out |= ((logs[old] << MB) | mp[metas[old]]) << SH[j]
+                out |= lp[locs[order[j]]] << SH[j]
             return out
 
         sig_tables = [_SigTable(SIG[r], SIG_SH, MB, MM) for r in R]
@@ -134,18 +161,15 @@ class Symmetry:
             choices = [list(permutations(g)) for g in groups]
             return [tuple(x for part in combo for x in part) for combo in product(*choices)]
 
-        def split(s: int) -> tuple[list[int], list[int]]:
-            return [(s >> SH[r]) & MM for r in R], [((s >> SH[r]) & LM) >> MB for r in R]
-
         def canonical(s: int) -> int:
             sig = signatures(s)
             if in_order(sig):
                 return s  # strictly sorted, so no ties: the state is its own representative
             cands = orders(s, sig)
-            metas, logs = split(s)
+            locs = raw_locals(s)
             if len(cands) == 1:
-                return apply(s, cands[0], metas, logs)
-            return min(apply(s, o, metas, logs) for o in cands)
+                return apply(s, cands[0], locs)
+            return min(apply(s, o, locs) for o in cands)
 
         def orbit_size(s: int) -> int:
             """|orbit| = |group| / |stabiliser|; only tie-preserving relabellings can fix s."""
@@ -153,8 +177,8 @@ class Symmetry:
             if len(set(sig)) == rf:
                 return self.full_group
             cands = orders(s, sig)
-            metas, logs = split(s)
-            images = {apply(s, o, metas, logs) for o in cands}
+            locs = raw_locals(s)
+            images = {apply(s, o, locs) for o in cands}
             return self.full_group * len(images) // len(cands)
 
         self._apply = apply
@@ -167,9 +191,7 @@ class Symmetry:
         for old, new in enumerate(perm):
             order[new] = old
         L = self.layout
-        metas = [(state >> L.local_shift[r]) & L.meta_mask for r in range(self.rf)]
-        logs = [L.local(state, r) >> L.meta_bits for r in range(self.rf)]
-        return self._apply(state, tuple(order), metas, logs)
+        return self._apply(state, tuple(order), tuple(L.local(state, r) for r in range(self.rf)))
 
 
 class _SigTable(dict):
