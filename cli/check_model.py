@@ -101,6 +101,8 @@ def _nonneg(ctx, param, value):
 @click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
 @click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+@click.option("--view", is_flag=True,
+              help="After the report, show each violated property's trace step by step (as view-trace does).")
 def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
@@ -120,6 +122,13 @@ def main(**params) -> int:
     except UnknownProperty as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    if params["view"]:
+        from .view_trace import show_text
+
+        for trace in outcome.traces.values():
+            if trace.is_counterexample:  # the JSON report keeps stdout; the views then go to stderr
+                click.echo("", err=params["fmt"] == "json")
+                show_text(trace, err=params["fmt"] == "json")
     return exit_code(outcome.result)
 
 
