@@ -22,7 +22,7 @@ from isrcheck.traces.view_data import build_view, check_trace
 from isrcheck.traces.view_html import render_html, script_json, write_html
 
 from .cdp import Chromium, find_chromium
-from .view_helpers import kip101_trace, long_walk_trace
+from .view_helpers import kip101_trace, long_walk_trace, walk_model
 
 ARTIFACTS = Path(os.environ.get("ISRCHECK_ARTIFACTS") or Path(__file__).resolve().parent.parent / "test-artifacts")
 EVIL_ACTION = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -169,7 +169,7 @@ def test_stepping_through_the_kip101_counterexample_reaches_the_failing_step(bro
 
 def test_a_40_step_trace_of_5_replicas_stays_readable(browser, tmp_path):
     trace = long_walk_trace(40, 5)
-    check_trace(trace)
+    check_trace(trace, walk_model(5))
     browser.open(write_html(build_view(trace), tmp_path / "long.html"))
     assert browser.eval("document.querySelectorAll('#timeline li').length") == 41
     browser.press("End")
