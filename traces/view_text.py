@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from typing import IO
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -39,7 +40,7 @@ LEGEND = (
 INDENT = 2
 
 
-def make_console(color: bool, width: int, file: io.TextIOBase | None = None) -> Console:
+def make_console(color: bool, width: int, file: IO[str] | None = None) -> Console:
     """A console whose output depends only on its arguments (not on the environment)."""
     return Console(
         file=file or io.StringIO(),
