@@ -114,6 +114,8 @@ def _nonneg(ctx, param, value):
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Continue the search saved in this folder (same options as the run that saved it).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+@click.option("--view", is_flag=True,
+              help="After the report, show each violated property's trace step by step (as view-trace does).")
 def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
@@ -142,6 +144,13 @@ def main(**params) -> int:
     except (UnknownProperty, CheckpointError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    if params["view"]:
+        from .view_trace import show_text
+
+        for trace in outcome.traces.values():
+            if trace.is_counterexample:  # the JSON report keeps stdout; the views then go to stderr
+                click.echo("", err=params["fmt"] == "json")
+                show_text(trace, err=params["fmt"] == "json")
     return exit_code(outcome.result)
 
 
