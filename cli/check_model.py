@@ -43,6 +43,19 @@ def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
         raise UsageFailure(str(e)) from None
 
 
+def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
+    """The run that option values ask for; check-suite builds each check's run with it too."""
+    config = model_config_from(params, explicit)
+    options = CheckOptions(
+        max_depth=params["max_depth"],
+        explore_all=params["explore_all"],
+        symmetry=params["symmetry"],
+        time_limit=params["time_limit"],
+        max_memory=params["max_memory"],
+    )
+    return CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"])
+
+
 def _duration(ctx, param, value):
     if value is None:
         return None
@@ -105,15 +118,7 @@ def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
-    config = model_config_from(params, explicit)
-    options = CheckOptions(
-        max_depth=params["max_depth"],
-        explore_all=params["explore_all"],
-        symmetry=params["symmetry"],
-        time_limit=params["time_limit"],
-        max_memory=params["max_memory"],
-    )
-    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"])
+    run = check_run_from(params, explicit)
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
