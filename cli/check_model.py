@@ -111,6 +111,8 @@ def _nonneg(ctx, param, value):
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
               show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a JUnit XML report: one test case per property.")
 @click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
 @click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
@@ -125,6 +127,10 @@ def main(**params) -> int:
     except UnknownProperty as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    if params["junit_file"] is not None:
+        from . import junit
+
+        junit.write(params["junit_file"], "check-model", [junit.check_model_suite(outcome)])
     return exit_code(outcome.result)
 
 

@@ -55,12 +55,13 @@ def summary_lines(suite: Suite, judgements: list[Judgement], reports: dict, seco
         lines.append(f"traces: {trace_root}/")
     bad = [j for j in judgements if j.outcome in ("unmet", "error", "unknown")]
     if bad:
-        lines.append("not met:")
+        lines.append("not met:" if all(j.outcome != "unknown" for j in bad) else "not met or undecided:")
         for j in bad:
             expected = f"expected {j.expected}, " if j.expected else ""
             lines.append(f"  {suite.path}:{j.line}: {j.check}: {j.property}: {expected}got {j.actual}")
     if interrupted:
-        lines.append(f"interrupted: {len(suite.checks) - len(reports)} checks not run")
+        missing = len(suite.checks) - len(reports)
+        lines.append(f"interrupted: {missing} check{'s' if missing != 1 else ''} not run")
     return lines
 
 

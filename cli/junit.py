@@ -19,7 +19,7 @@ from pathlib import Path
 from isrcheck import MODEL_VERSION, __version__
 
 from . import report
-from .runner import CheckOutcome
+from .runner import CheckOutcome, config_slug
 
 PASSED, FAILURE, ERROR, SKIPPED = "passed", "failure", "error", "skipped"
 # characters XML 1.0 cannot carry, even escaped
@@ -117,21 +117,22 @@ def check_model_suite(outcome: CheckOutcome) -> TestSuite:
     """check-model's run as a test suite: a property fails when check-model's exit code would say 1."""
     r = outcome.result
     summary = outcome.run.config.summary()
+    slug = config_slug(outcome.run.config)
     cases = []
     for p in r.properties:
         words = report.status_words(outcome, p.name)
         file = outcome.trace_files.get(p.name)
         lines = [summary, f"{p.name}: {words}"]
         if p.status == "unknown":
-            cases.append(Case(summary, p.name, r.stats.seconds, ERROR, f"{p.name}: {words}", "incomplete",
+            cases.append(Case(slug, p.name, r.stats.seconds, ERROR, f"{p.name}: {words}", "incomplete",
                               "\n".join(lines)))
         elif p.status == "violated":
             if p.expectation == "always" and p.name in outcome.traces:
-                lines += [line for line in report.explain_lines(outcome, p.name) if line.strip()]
-            cases.append(Case(summary, p.name, r.stats.seconds, FAILURE,
+                lines += [line.strip("\n") for line in report.explain_lines(outcome, p.name) if line.strip()]
+            cases.append(Case(slug, p.name, r.stats.seconds, FAILURE,
                               f"{p.name} " + ("violated" if p.expectation == "always" else "never happens")
                               + (f"; trace {file}" if file else ""), "violated", "\n".join(lines)))
         else:
-            cases.append(Case(summary, p.name, r.stats.seconds, PASSED, output="\n".join(lines)))
+            cases.append(Case(slug, p.name, r.stats.seconds, PASSED, output="\n".join(lines)))
     return TestSuite("check-model", tuple(cases), r.stats.seconds,
                      properties={"configuration": summary, "engine": r.engine})

@@ -43,7 +43,15 @@ from .tomllines import key_lines, line_of
 SUITE_KEYS = ("name", "description", "defaults", "check")
 CHECK_KEYS = ("name", "description", "properties", "expect", "when")
 # check-model options that belong to the check-suite command line, not to one check
-COMMAND_LINE_ONLY = {"trace-dir": "--trace-dir", "format": "--junit, --report or --markdown", "progress": "--progress"}
+COMMAND_LINE_ONLY = {
+    "trace-dir": "use check-suite --trace-dir",
+    "format": "use check-suite --junit, --report or --markdown",
+    "progress": "use check-suite --progress",
+    "junit": "use check-suite --junit",
+    "checkpoint": "checkpoints are for one long check-model run",
+    "checkpoint-every": "checkpoints are for one long check-model run",
+    "resume": "checkpoints are for one long check-model run",
+}
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
 _VERDICT = re.compile(r"(holds|violated|witnessed|never)(?:-within\s+(\d+))?")
@@ -192,7 +200,7 @@ class _Loader:
         """The suite key for ``raw`` (underscores read as dashes), or an error listing what is allowed."""
         key = raw.replace("_", "-")
         if key in COMMAND_LINE_ONLY:
-            raise self.error(where + (raw,), f"{raw} is not set per check: use check-suite {COMMAND_LINE_ONLY[key]}")
+            raise self.error(where + (raw,), f"{raw} is not set per check: {COMMAND_LINE_ONLY[key]}")
         if key not in self.options:
             allowed = list(extra) + list(self.options)
             raise self.error(where + (raw,), f"unknown key {raw!r} in {place}{_suggest(key, allowed)}; "

@@ -265,6 +265,8 @@ class SuiteRunner:
         except Exception as e:  # noqa: BLE001 - a worker died (out of memory, killed)
             rep = CheckReport(check.name, False, "error", error=" ".join(f"{type(e).__name__}: {e}".split()),
                               detail=traceback.format_exc())
+        if rep is None:  # dequeued after the stop: never started
+            return
         self._finish(check, rep)
 
 
@@ -285,5 +287,8 @@ class _EventObserver(Observer):
         return self.stop_reason
 
 
-def _work(check: SuiteCheck, trace_dir: Path) -> CheckReport:
+def _work(check: SuiteCheck, trace_dir: Path) -> CheckReport | None:
+    """A check in a worker; None when the suite was interrupted before the check began."""
+    if _STOP is not None and _STOP.is_set():
+        return None
     return run_one(check, trace_dir, _EventObserver())

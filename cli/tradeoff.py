@@ -43,26 +43,41 @@ def _election(c: ModelConfig) -> str:
     return "-" if c.core else ("unclean" if c.unclean_election else "clean")
 
 
-ASPECTS: tuple[tuple[str, Callable[[SuiteCheck], str]], ...] = (
-    ("protocol", lambda k: k.run.config.protocol),
-    ("rf", lambda k: str(k.run.config.rf)),
-    ("machine", lambda k: "core" if k.run.config.core else "kafka"),
-    ("min-isr", lambda k: "-" if k.run.config.core else str(k.run.config.min_isr)),
-    ("acks", lambda k: "-" if k.run.config.core else k.run.config.acks),
-    ("election", lambda k: _election(k.run.config)),
-    ("crashes", lambda k: str(k.run.config.crashes)),
-    ("disk loss", lambda k: str(k.run.config.disk_loss)),
-    ("consumer", lambda k: "yes" if k.run.config.consumer else "no"),
-    ("bounds", lambda k: f"max-records {k.run.config.max_records}, log-size {k.run.config.log_size}, "
-                         f"max-leader-epoch {k.run.config.max_leader_epoch}"),
-    ("max-depth", lambda k: str(k.run.options.max_depth) if k.run.options.max_depth is not None else "none"),
-    ("engine", lambda k: k.run.engine),
+def _bounds(k: SuiteCheck) -> str:
+    c = k.run.config
+    return f"max-records {c.max_records}, log-size {c.log_size}, max-leader-epoch {c.max_leader_epoch}"
+
+
+# (column heading, cell text, words in the line of shared settings; '' leaves a default out)
+ASPECTS: tuple[tuple[str, Callable[[SuiteCheck], str], Callable[[SuiteCheck], str]], ...] = (
+    ("protocol", lambda k: k.run.config.protocol, lambda k: f"protocol {k.run.config.protocol}"),
+    ("rf", lambda k: str(k.run.config.rf), lambda k: f"rf {k.run.config.rf}"),
+    ("machine", lambda k: "core" if k.run.config.core else "kafka",
+     lambda k: "the published core machine" if k.run.config.core else ""),
+    ("min-isr", lambda k: "-" if k.run.config.core else str(k.run.config.min_isr),
+     lambda k: "" if k.run.config.core else f"min-isr {k.run.config.min_isr}"),
+    ("acks", lambda k: "-" if k.run.config.core else k.run.config.acks,
+     lambda k: "" if k.run.config.core else f"acks={k.run.config.acks}"),
+    ("election", lambda k: _election(k.run.config),
+     lambda k: "" if k.run.config.core else f"{_election(k.run.config)} election"),
+    ("crashes", lambda k: str(k.run.config.crashes),
+     lambda k: "" if k.run.config.core else f"{k.run.config.crashes} broker crash"
+     + ("" if k.run.config.crashes == 1 else "es")),
+    ("disk loss", lambda k: str(k.run.config.disk_loss),
+     lambda k: f"disk-loss {k.run.config.disk_loss}" if k.run.config.disk_loss else ""),
+    ("consumer", lambda k: "yes" if k.run.config.consumer else "no",
+     lambda k: "" if k.run.config.consumer or k.run.config.core else "no consumer"),
+    ("bounds", _bounds, lambda k: f"bounds {_bounds(k)}"),
+    ("max-depth", lambda k: str(k.run.options.max_depth) if k.run.options.max_depth is not None else "none",
+     lambda k: f"max-depth {k.run.options.max_depth}" if k.run.options.max_depth is not None else ""),
+    ("engine", lambda k: k.run.engine, lambda k: f"engine {k.run.engine}"),
 )
 
 
 @dataclass(frozen=True)
 class Table:
     title: str
+    description: str
     fixed: str  # what every row shares, in words
     columns: tuple[str, ...]
     n_config: int  # the first n columns describe the configuration
@@ -71,8 +86,8 @@ class Table:
 
 def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgement]) -> Table:
     checks = [c for c in suite.checks if c.name in reports]
-    varying = [(label, get) for label, get in ASPECTS if len({get(c) for c in checks}) > 1]
-    fixed = [(label, get) for label, get in ASPECTS if len({get(c) for c in checks}) == 1]
+    varying = [(label, get) for label, get, _ in ASPECTS if len({get(c) for c in checks}) > 1]
+    fixed = [words for _, get, words in ASPECTS if len({get(c) for c in checks}) == 1]
     if len({tuple(get(c) for _, get in varying) for c in checks}) < len(checks) or not varying:
         varying = [("check", lambda k: k.name)] + varying
     props = {p for c in checks for p in c.properties}
@@ -88,9 +103,9 @@ def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgem
         for p in durability + availability:
             cells.append(_cell(c, rep, p, judged.get((c.name, p))))
         rows.append(tuple(cells))
-    fixed_words = "; ".join(f"{label} {get(checks[0])}" for label, get in fixed) if checks else ""
+    fixed_words = ", ".join(w for w in (words(checks[0]) for words in fixed) if w) if checks else ""
     columns = tuple(label for label, _ in varying) + tuple(HEADINGS.get(p, p) for p in durability + availability)
-    return Table(suite.name, fixed_words, columns, len(varying), tuple(rows))
+    return Table(suite.name, suite.description, fixed_words, columns, len(varying), tuple(rows))
 
 
 def _cell(check: SuiteCheck, rep: CheckReport, prop: str, j: Judgement | None) -> Cell:
@@ -174,6 +189,7 @@ def html_page(table: Table, out: Path) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(table.title)}: durability and availability</title><style>{_CSS}</style></head><body>\n"
         f"<h1>{esc(table.title)}</h1>\n<h2>Durability against availability</h2>\n"
+        + (f"<p>{esc(table.description)}</p>\n" if table.description else "")
         + (f"<p>All rows: {esc(table.fixed)}.</p>\n" if table.fixed else "")
         + "<table>\n<thead><tr>" + "".join(head) + "</tr>\n<tr>"
         + "".join(f"<th>{esc(c)}</th>" for c in table.columns) + "</tr></thead>\n<tbody>\n"
