@@ -28,7 +28,7 @@ import difflib
 import itertools
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,6 @@ class Suite:
     name: str
     checks: tuple[SuiteCheck, ...]
     description: str = ""
-    lines: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def load_suite(path: Path) -> Suite:
@@ -176,7 +175,7 @@ class _Loader:
                                                    f"(first at line {seen[check.name]}); names must be unique")
                 seen[check.name] = check.line
                 checks.append(check)
-        return Suite(self.path, name, tuple(checks), description, self.lines)
+        return Suite(self.path, name, tuple(checks), description)
 
     def text(self, table: dict, key: str, where: tuple, default: str) -> str:
         value = table.get(key, default)

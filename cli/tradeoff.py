@@ -153,7 +153,7 @@ def markdown(table: Table) -> str:
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #1b1f23; }
 table { border-collapse: collapse; margin-top: 1em; }
-th, td { border: 1px solid #d0d7de; padding: .35em .7em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #d0d7de; padding: .35em .7em; text-align: left; vertical-align: top; white-space: nowrap; }
 th { background: #f6f8fa; }
 th.group { text-align: center; }
 td.good { background: #dafbe1; }
