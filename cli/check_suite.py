@@ -148,7 +148,8 @@ def list_lines(suite: Suite) -> list[str]:
 @click.option("--markdown", is_flag=True,
               help="Print the trade-off table as Markdown on stdout (the per-check lines go to stderr).")
 @click.option("--list", "list_only", is_flag=True, help="Validate the suite and list its checks; run nothing.")
-@click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress lines on stderr for checks run in this process (--jobs 1, Spark) [default: on a terminal].")
 def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir: Path, report_file: Path | None,
          markdown: bool, list_only: bool, progress: bool | None) -> int:
     """Run a suite of checks with expected verdicts; exit 0 all met, 1 not met, 2 bad suite, 3 interrupted."""

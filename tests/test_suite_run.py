@@ -185,3 +185,10 @@ def test_ctrl_c_stops_cleanly_with_a_partial_summary_and_exit_3(tmp_path, jobs):
     SCHEMA.validate(str(out))
     skipped = cases(out)[("never started", "acked-survive")]
     assert skipped.find("skipped") is not None
+
+
+def test_annotation_fields_escape_what_the_workflow_command_syntax_reserves():
+    from isrcheck.cli.check_suite import _escape_data, _escape_property
+
+    assert _escape_property("rf 3, min-isr 2: acked-survive 100%") == "rf 3%2C min-isr 2%3A acked-survive 100%25"
+    assert _escape_data("a: b, c\nd%") == "a: b, c%0Ad%25"
