@@ -217,7 +217,11 @@ class _SparkSearch:
                 level.localCheckpoint()
             else:
                 level.checkpoint()
-        summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+        try:
+            summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+        except _Stopped:
+            level.unpersist(blocking=False)
+            raise
         new = sum(s.new for s in summaries)
         self.generated += sum(s.generated for s in summaries)
         if new == 0:
