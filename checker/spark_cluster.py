@@ -52,6 +52,7 @@ class LocalCluster:
         self.port, self.webui_port = free_port(), free_port()
         self.master: psutil.Popen | None = None
         self.workers: list[psutil.Popen | None] = []
+        self.worker_ui_ports: list[int] = []  # executors' log links name their worker by this port
         self._logs: list = []
 
     @property
@@ -96,10 +97,15 @@ class LocalCluster:
     def _start_worker(self, i: int) -> psutil.Popen:
         work = self.dir / f"work-{i}"
         work.mkdir(exist_ok=True)
+        ui_port = free_port()
+        if i < len(self.worker_ui_ports):
+            self.worker_ui_ports[i] = ui_port
+        else:
+            self.worker_ui_ports.append(ui_port)
         return self._launch(
             f"worker-{i}",
             ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(self.cores),
-             "--memory", self.memory, "--work-dir", str(work), "--webui-port", str(free_port()), self.master_url],
+             "--memory", self.memory, "--work-dir", str(work), "--webui-port", str(ui_port), self.master_url],
         )
 
     def _alive_workers(self) -> int | None:

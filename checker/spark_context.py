@@ -17,9 +17,11 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -163,10 +165,16 @@ def spark_context(master: str, verbose: bool = False, conf: dict[str, str] | Non
             gateway = launch_gateway(spark_conf, popen_kwargs)
         except Exception as e:  # the JVM did not come up: say why in one line
             raise ConfigError(f"Spark could not start: {_one_line(e)}{_see_log()}") from None
+    previous_sigint = signal.getsignal(signal.SIGINT)
     try:
         sc = SparkContext(conf=spark_conf, gateway=gateway)
     except Exception as e:
         raise ConfigError(f"Spark could not start on {master}: {_one_line(e)}{_see_log()}") from None
+    finally:
+        # SparkContext takes over Ctrl-C (cancel every job, raise KeyboardInterrupt); give
+        # it back to whoever had it, so that check-model stops cleanly with what it found.
+        if previous_sigint is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, previous_sigint)
     sc.setLogLevel("WARN")
     atexit.register(_stop_quietly, sc)
     return sc

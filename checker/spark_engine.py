@@ -313,7 +313,10 @@ class _Watchdog:
         try:
             return rdd.collect()
         except Exception as e:  # noqa: BLE001 - cancelled, or a failure Spark gave up retrying
-            raise _Stopped(self.reason or ctx.failure_words(e)) from None
+            # A stop request may fail the job (Ctrl-C reaches the Python workers too)
+            # before this thread's next look: the request is the reason, not the failure.
+            reason = self.reason or self.observer.should_stop() or self.limits.exceeded()
+            raise _Stopped(reason or ctx.failure_words(e)) from None
         finally:
             self._running.clear()
             if self.reason:

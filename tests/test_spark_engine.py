@@ -7,6 +7,7 @@ by the engine for the same master, stopped at the end of the module).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -208,6 +209,24 @@ def test_a_time_limit_cancels_the_running_level_and_reports_an_incomplete_run():
     assert (spark.complete, spark.stop_reason) == (False, "time limit")
     assert time.monotonic() - started < 30  # the whole space takes minutes
     assert run_spark(CORE_RF2["kip-320"], max_depth=3).complete  # the context still works
+
+
+@pytest.mark.spark
+def test_a_new_spark_context_leaves_ctrl_c_to_whoever_handled_it_before():
+    """PySpark's own handler raises KeyboardInterrupt; check-model's stops cleanly with what it found."""
+    from pyspark import SparkContext
+
+    def handler(signum, frame):  # pragma: no cover - never called
+        pass
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        if SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
+        spark_context.spark_context("local[*]")
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.spark
