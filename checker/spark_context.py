@@ -45,7 +45,8 @@ _MASTER = re.compile(
 QUICK_JVM = "-XX:TieredStopAtLevel=1"
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
-_log_path: Path | None = None
+_log_path: Path | None = None  # where the JVM's console output goes (None: to the terminal)
+_keep_log = False  # set once the user was pointed at the log
 _shipped: set[tuple[str, str]] = set()
 _zip_dir: Path | None = None
 
@@ -116,11 +117,12 @@ def _open_log() -> Path:
     return _log_path
 
 
-def spark_context(master: str, verbose: bool = False, conf: dict[str, str] | None = None) -> "SparkContext":
+def spark_context(master: str, verbose: bool = False) -> "SparkContext":
     """The active SparkContext if it runs on ``master``, else a new one (stopping the old one).
 
     Contexts are reused across checks in one process (a JVM start costs seconds)
-    and stopped when the process exits.
+    and stopped when the process exits. The JVM is started once per process, so the
+    first call decides whether its console output is shown (``verbose``) or logged.
     """
     validate_master(master)
     from pyspark import SparkConf, SparkContext
@@ -152,8 +154,6 @@ def spark_context(master: str, verbose: bool = False, conf: dict[str, str] | Non
         # Executors on the loopback interface must reach the driver there too.
         spark_conf.set("spark.driver.host", "127.0.0.1")
         spark_conf.set("spark.driver.bindAddress", "127.0.0.1")
-    for key, value in (conf or {}).items():
-        spark_conf.set(key, value)
     gateway = None
     if SparkContext._gateway is None:
         popen_kwargs = {}
@@ -185,9 +185,6 @@ def _stop_quietly(sc: "SparkContext") -> None:
         sc.stop()
     except Exception:  # noqa: BLE001 - the process is exiting anyway
         pass
-
-
-_keep_log = False
 
 
 def keep_log() -> None:

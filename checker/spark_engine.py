@@ -10,7 +10,8 @@ never collected on the driver) and checks the properties on what is new. The
 driver only ever sees one small summary per partition and level.
 
 Every level is persisted and checkpointed (reliably, to a directory every
-executor can reach), so a lost executor costs its cached blocks, re-read from the
+executor can reach; see ``setup_checkpoints`` for local mode and remote clusters
+without one), so a lost executor costs its cached blocks, re-read from the
 checkpoint, and its share of the current level, which Spark recomputes: the
 result cannot change, and nothing before the last level is recomputed.
 
@@ -21,7 +22,7 @@ model (``replay_path``). Parents and reported states are chosen
 deterministically (see ``spark_tasks``), so every master and partitioning gives
 the same traces; their lengths are BFS's shortest lengths.
 
-pyspark is imported only here and in ``spark_context``; the executors import
+pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; executors import
 ``spark_tasks``, which the driver ships in a zip.
 """
 
@@ -42,7 +43,7 @@ from . import spark_context as ctx
 from . import spark_tasks as tasks
 from .bfs import replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import CheckResult, PropertyResult, Stats
+from .result import CheckResult, Path, PropertyResult, Stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
@@ -190,7 +191,10 @@ class _SparkSearch:
         finally:
             watchdog.close()
         self.sc.setJobGroup(self.group + "-traces", "isrcheck counterexamples", interruptOnCancel=True)
-        paths = self._paths()
+        try:
+            paths = self._paths()
+        except Exception as e:  # noqa: BLE001 - the cluster went away after the search
+            paths, stop = {}, stop or ctx.failure_words(e)
         depth_bound = opts.max_depth is not None and len(self.levels) >= opts.max_depth
         return self._result(stop, frontier_done, depth_bound, paths, time.monotonic() - started)
 
@@ -238,7 +242,7 @@ class _SparkSearch:
         return True
 
     # -- counterexamples ----------------------------------------------------------
-    def _paths(self) -> dict[str, object]:
+    def _paths(self) -> dict[str, Path]:
         """Shortest paths to every property's reported state, by parent pointers, then replay."""
         if not self.found:
             return {}
@@ -259,9 +263,11 @@ class _SparkSearch:
         results = []
         for p in self.properties:
             r = PropertyResult(p.name, p.expectation)
-            if p.name in self.found:
+            if p.name in paths:
                 r.status = "violated" if p.expectation == "always" else "holds"
                 r.path = paths[p.name]
+            elif p.name in self.found:  # decided, but its trace could not be rebuilt
+                r.note = f"decided at depth {self.found[p.name][0]}, but its trace could not be rebuilt"
             elif exhausted:
                 r.status = "holds" if p.expectation == "always" else "violated"
             results.append(r)

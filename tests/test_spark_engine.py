@@ -7,6 +7,7 @@ by the engine for the same master, stopped at the end of the module).
 from __future__ import annotations
 
 import json
+import pickle
 import signal
 import subprocess
 import sys
@@ -16,10 +17,11 @@ import zipfile
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.checker import Observer, spark_context, spark_tasks
+from isrcheck.checker import CheckOptions, Observer, get_engine, spark_context, spark_tasks
 from isrcheck.checker.spark_cluster import free_port
 from isrcheck.cli.check_model import main as check_model
 from isrcheck.model import ConfigError, ModelConfig, ReplicationModel, fingerprint
+from isrcheck.properties import BY_NAME
 
 from .clitools import run_cli
 from .conftest import run_bfs
@@ -57,7 +59,7 @@ def test_one_expand_and_anti_join_round_gives_exactly_the_second_bfs_level(parti
     level2 = {}
     for q in range(partitions):
         for _, payload in spark_tasks.anti_join(job, q, iter(shuffled[q] + [r for r in visited if r[0] == q])):
-            parents = __import__("pickle").loads(payload[2])
+            parents = pickle.loads(payload[2])
             level2.update(zip(payload[1], parents))
     init = set(model.init_states())
     expected = {t for s in init for _, t in model.successors(s)} - init
@@ -209,6 +211,19 @@ def test_a_time_limit_cancels_the_running_level_and_reports_an_incomplete_run():
     assert (spark.complete, spark.stop_reason) == (False, "time limit")
     assert time.monotonic() - started < 30  # the whole space takes minutes
     assert run_spark(CORE_RF2["kip-320"], max_depth=3).complete  # the context still works
+
+
+@pytest.mark.spark
+def test_a_task_that_fails_ends_the_run_incomplete_with_the_executor_error_in_one_line(monkeypatch):
+    monkeypatch.setattr(spark_context, "_keep_log", False)  # the test's log need not outlive it
+    config = CORE_RF2["kip-320"]
+    not_for_the_core = BY_NAME["committed-survive"]  # executors have no predicate for it: KeyError there
+    result = get_engine("spark", master="local[*]").check(
+        ReplicationModel(config), [not_for_the_core], CheckOptions()
+    )
+    assert (result.complete, result.stats.depth) == (False, 0)
+    assert result.stop_reason.startswith("Spark job failed: KeyError: 'committed-survive'")
+    assert "\n" not in result.stop_reason and "Spark's log: " in result.stop_reason
 
 
 @pytest.mark.spark
