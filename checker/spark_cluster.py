@@ -129,12 +129,20 @@ class LocalCluster:
     def alive_workers(self) -> int:
         return self._alive_workers() or 0
 
-    def kill_worker(self, i: int) -> list[int]:
-        """SIGKILL worker ``i`` and its executors at once, as a lost machine; returns the pids killed."""
+    def worker_pids(self, i: int) -> list[int]:
+        """Worker ``i`` and its descendants (its executor JVM and that JVM's Python workers)."""
+        proc = self.workers[i]
+        return [] if proc is None else [proc.pid, *self._descendants(proc)]
+
+    def kill_worker(self, i: int, pids: list[int] | None = None) -> list[int]:
+        """SIGKILL worker ``i`` and its executors at once, as a lost machine; returns the pids killed.
+
+        ``pids`` (from ``worker_pids``, read beforehand) makes the kill itself immediate.
+        """
         proc = self.workers[i]
         if proc is None:
             return []
-        pids = [proc.pid, *self._descendants(proc)]
+        pids = pids if pids is not None else self.worker_pids(i)
         for pid in pids:
             _signal(pid, signal.SIGKILL)
         _reap(proc)

@@ -21,10 +21,11 @@ from click.testing import CliRunner
 from isrcheck.checker import Observer
 from isrcheck.checker.spark_cluster import LocalCluster
 from isrcheck.cli.check_model import main as check_model
+from isrcheck.model import ModelConfig
 
 from .clitools import run_cli
 from .conftest import run_bfs
-from .sparktools import CORE_RF2, KAFKA, assert_agrees_with_bfs, counts, run_spark, verdicts
+from .sparktools import CORE_RF2, KAFKA, assert_paths_reach_their_verdicts, counts, run_spark, verdicts
 
 pytestmark = pytest.mark.spark
 
@@ -103,8 +104,11 @@ def executor_summaries(sc, alive_only: bool = True) -> list:
     return [e for e in (found.apply(i) for i in range(found.size())) if e.id() != "driver"]
 
 
-def failed_tasks(sc) -> int:
-    return sum(e.failedTasks() for e in executor_summaries(sc, alive_only=False))
+def retried_work(sc) -> int:
+    """Failed or resubmitted task attempts and re-run stage attempts that Spark has recorded."""
+    gateway = sc._gateway
+    stages = sc._jsc.sc().statusStore().stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)
+    return sum(s.numFailedTasks() + (s.attemptId() > 0) for s in (stages.apply(i) for i in range(stages.size())))
 
 
 class KillWorkerMidTask(Observer):
@@ -124,29 +128,37 @@ class KillWorkerMidTask(Observer):
 
     def _kill(self) -> None:
         link = f"127.0.0.1:{self.cluster.worker_ui_ports[1]}/"  # its executor's log links point at its UI
+        pids = self.cluster.worker_pids(1)  # read now, so that the kill follows the look at once
         deadline = time.monotonic() + 10
         while not self.mid_task and time.monotonic() < deadline:
             self.mid_task = any(link in e.executorLogs().toString() and e.activeTasks() > 0
                                 for e in executor_summaries(self.sc))
             time.sleep(0.002)
-        self.pids = self.cluster.kill_worker(1)
+        self.pids = self.cluster.kill_worker(1, pids)
+
+
+# Levels of thousands of states (tasks of a good fraction of a second, so that the kill
+# lands inside one), exhaustive to a depth bound so that every count can be compared.
+KILL_CONFIG = ModelConfig(rf=3, protocol="kip-279", core=True)
+KILL_OPTIONS = dict(explore_all=True, max_depth=13)
 
 
 def test_a_worker_killed_in_the_middle_of_a_run_does_not_change_the_result(cluster):
-    config = CORE_RF2["hw-truncation"]
-    undisturbed = run_spark(config, master=cluster.master_url, explore_all=True)
+    undisturbed = run_spark(KILL_CONFIG, ["weak-isr"], master=cluster.master_url, **KILL_OPTIONS)
     sc = _active_context()
     assert len(executor_summaries(sc)) == 2
-    failed_before = failed_tasks(sc)
-    killer = KillWorkerMidTask(cluster, sc, at_depth=10)
+    retried_before = retried_work(sc)
+    killer = KillWorkerMidTask(cluster, sc, at_depth=11)
     try:
-        disturbed = run_spark(config, master=cluster.master_url, observer=killer, explore_all=True)
-        assert killer.depths[-1] == 20  # the kill came at depth 10 of 20: the run went on to the end
-        assert killer.mid_task and failed_tasks(sc) > failed_before  # a running task was lost, and retried
+        disturbed = run_spark(KILL_CONFIG, ["weak-isr"], master=cluster.master_url, observer=killer, **KILL_OPTIONS)
+        assert killer.depths[-1] == 13  # the kill came after depth 11 of 13: the run went on to the end
+        assert killer.mid_task and retried_work(sc) > retried_before  # a running task was lost, and redone
         assert len(killer.pids) >= 2 and _gone(killer.pids)  # the worker and its executor
         assert len(executor_summaries(sc)) == 1 and cluster.alive_workers() == 1
     finally:
         cluster.restart_worker(1)
-    assert_agrees_with_bfs(config, disturbed, explore_all=True)
-    assert counts(disturbed) == counts(undisturbed)
+    bfs = run_bfs(KILL_CONFIG, ["weak-isr"], **KILL_OPTIONS)
+    assert counts(disturbed) == counts(undisturbed) == counts(bfs)
+    assert verdicts(disturbed) == verdicts(bfs) == [("weak-isr", "violated", 11)]
     assert [p.path for p in disturbed.properties] == [p.path for p in undisturbed.properties]
+    assert_paths_reach_their_verdicts(KILL_CONFIG, disturbed)

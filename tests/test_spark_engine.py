@@ -125,16 +125,43 @@ def test_an_unreachable_spark_master_is_a_one_line_error_within_seconds(tmp_path
 # -- local[*] agrees with BFS -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", autouse=True)
-def stop_spark_at_the_end():
-    yield
+class SparkRun:
+    sigint_handler_kept = False
+
+
+@pytest.fixture(scope="module")
+def local_spark():
+    """One local[*] SparkContext for the module, created under a Ctrl-C handler of ours."""
     from pyspark import SparkContext
 
+    def handler(signum, frame):  # pragma: no cover - never called
+        pass
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        spark_context.spark_context("local[*]")
+        SparkRun.sigint_handler_kept = signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    yield
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
 
 
-@pytest.mark.spark
+def spark_test(test):
+    """A test that runs Spark jobs on the module's local[*] context."""
+    return pytest.mark.spark(pytest.mark.usefixtures("local_spark")(test))
+
+
+@spark_test
+def test_a_new_spark_context_leaves_ctrl_c_to_whoever_handled_it_before():
+    """PySpark installs its own handler (raise KeyboardInterrupt); check-model's stops cleanly instead."""
+    assert SparkRun.sigint_handler_kept
+
+
+@spark_test
 @pytest.mark.parametrize("protocol", list(CORE_RF2))
 def test_local_mode_finds_the_bfs_states_depth_verdicts_and_trace_lengths_of_the_core(protocol):
     config = CORE_RF2[protocol]
@@ -142,7 +169,7 @@ def test_local_mode_finds_the_bfs_states_depth_verdicts_and_trace_lengths_of_the
     assert_agrees_with_bfs(config, spark, explore_all=True)
 
 
-@pytest.mark.spark
+@spark_test
 def test_local_mode_agrees_with_bfs_under_symmetry_reduction_orbits_included():
     config = CORE_RF2["kip-101"]
     spark = run_spark(config, explore_all=True, symmetry=True)
@@ -150,7 +177,7 @@ def test_local_mode_agrees_with_bfs_under_symmetry_reduction_orbits_included():
     assert_agrees_with_bfs(config, spark, explore_all=True, symmetry=True)
 
 
-@pytest.mark.spark
+@spark_test
 def test_local_mode_agrees_with_bfs_on_a_kafka_feature_configuration():
     spark = run_spark(KAFKA, explore_all=True, symmetry=True)
     bfs = assert_agrees_with_bfs(KAFKA, spark, explore_all=True, symmetry=True)
@@ -158,7 +185,7 @@ def test_local_mode_agrees_with_bfs_on_a_kafka_feature_configuration():
     assert bfs.by_name("record-committed").status == "holds"
 
 
-@pytest.mark.spark
+@spark_test
 def test_stopping_when_every_property_is_decided_keeps_bfs_depth_verdicts_and_lengths():
     """BFS stops inside the deciding level, Spark at its end: states may differ, nothing else."""
     config, props = CORE_RF2["hw-truncation"], ["weak-isr", "strong-isr"]
@@ -172,7 +199,7 @@ def test_stopping_when_every_property_is_decided_keeps_bfs_depth_verdicts_and_le
     assert [p.path for p in other.properties] == [p.path for p in spark.properties]
 
 
-@pytest.mark.spark
+@spark_test
 def test_a_depth_bound_gives_the_bfs_levels_up_to_it():
     config = CORE_RF2["kip-320"]
     spark = run_spark(config, explore_all=True, max_depth=7)
@@ -191,7 +218,7 @@ class StopAfter(Observer):
             self.request_stop("interrupted")
 
 
-@pytest.mark.spark
+@spark_test
 def test_a_stop_request_ends_the_run_incomplete_with_the_levels_done_and_progress_per_level():
     config = CORE_RF2["kip-279"]
     observer = StopAfter(4)
@@ -204,7 +231,7 @@ def test_a_stop_request_ends_the_run_incomplete_with_the_levels_done_and_progres
     assert observer.seen[-1][1] == bfs.stats.states
 
 
-@pytest.mark.spark
+@spark_test
 def test_a_time_limit_cancels_the_running_level_and_reports_an_incomplete_run():
     started = time.monotonic()
     spark = run_spark(ModelConfig(rf=3, protocol="kip-320", core=True), explore_all=True, time_limit=3.0)
@@ -213,7 +240,7 @@ def test_a_time_limit_cancels_the_running_level_and_reports_an_incomplete_run():
     assert run_spark(CORE_RF2["kip-320"], max_depth=3).complete  # the context still works
 
 
-@pytest.mark.spark
+@spark_test
 def test_a_task_that_fails_ends_the_run_incomplete_with_the_executor_error_in_one_line(monkeypatch):
     monkeypatch.setattr(spark_context, "_keep_log", False)  # the test's log need not outlive it
     config = CORE_RF2["kip-320"]
@@ -226,25 +253,7 @@ def test_a_task_that_fails_ends_the_run_incomplete_with_the_executor_error_in_on
     assert "\n" not in result.stop_reason and "Spark's log: " in result.stop_reason
 
 
-@pytest.mark.spark
-def test_a_new_spark_context_leaves_ctrl_c_to_whoever_handled_it_before():
-    """PySpark's own handler raises KeyboardInterrupt; check-model's stops cleanly with what it found."""
-    from pyspark import SparkContext
-
-    def handler(signum, frame):  # pragma: no cover - never called
-        pass
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        if SparkContext._active_spark_context is not None:
-            SparkContext._active_spark_context.stop()
-        spark_context.spark_context("local[*]")
-        assert signal.getsignal(signal.SIGINT) is handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@pytest.mark.spark
+@spark_test
 def test_check_model_json_for_the_spark_engine_names_it_and_its_master(tmp_path):
     args = ["--core", "--rf", "2", "--protocol", "kip-101", "--engine", "spark", "--spark-master", "local[*]",
             "--format", "json", "--trace-dir", str(tmp_path)]
@@ -259,7 +268,7 @@ def test_check_model_json_for_the_spark_engine_names_it_and_its_master(tmp_path)
     assert all((tmp_path / p["trace_file"]).exists() for p in report["properties"] if p["trace_file"])
 
 
-@pytest.mark.spark
+@spark_test
 def test_verbose_lets_spark_own_output_through(tmp_path):
     """Without --verbose it goes to a log file: the cluster tests check that stderr stays empty."""
     args = ["--core", "--rf", "2", "--engine", "spark", "--max-depth", "2", "--format", "json", "--verbose",
