@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
 POLL_SECONDS = 0.2  # how often a running level looks at the stop flag and the limits
+_TEMP_CHECKPOINT_DIRS: set[str] = set()  # made (and removed) by checks in this process
 
 
 class SparkEngine:
@@ -134,12 +135,15 @@ class _SparkSearch:
         cluster without a checkpoint directory: two cached copies of every block.
         """
         temp = None
-        if directory is None and self.sc.getCheckpointDir() is None:
+        current = self.sc.getCheckpointDir()
+        ours = current is not None and any(d in current for d in _TEMP_CHECKPOINT_DIRS)  # an earlier check's
+        if directory is None and (current is None or ours):
             if master.startswith("local"):
                 self.durability = "local"
                 return None
             if ctx.runs_on_this_machine(master):
                 directory = temp = tempfile.mkdtemp(prefix="isrcheck-spark-ckpt-")
+                _TEMP_CHECKPOINT_DIRS.add(temp)
         if directory is not None:
             self.sc.setCheckpointDir(directory)
         self.durability = "reliable" if self.sc.getCheckpointDir() is not None else "replicated"
