@@ -72,7 +72,35 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         params["trace_dir"],
         checkpoint_dir=params.get("checkpoint_dir"),
         resume_dir=params.get("resume_dir"),
+        engine_args=spark_engine_args(params, explicit),
     )
+
+
+SPARK_OPTIONS = {"spark_master": "--spark-master", "spark_partitions": "--spark-partitions", "verbose": "--verbose"}
+
+
+def spark_engine_args(params: dict, explicit: set[str]) -> dict:
+    """The Spark engine's arguments; the Spark options are a usage error with any other engine."""
+    if params["engine"] != "spark":
+        given = [flag for name, flag in SPARK_OPTIONS.items() if name in explicit]
+        if given:
+            raise UsageFailure(f"{', '.join(given)} needs --engine spark")
+        return {}
+    partitions = params.get("spark_partitions")
+    if partitions is not None and partitions < 1:
+        raise UsageFailure(f"--spark-partitions {partitions}: must be at least 1")
+    from isrcheck.checker.spark_context import validate_master  # no pyspark import: checks the URL's form
+
+    master = params.get("spark_master") or "local[*]"
+    try:
+        validate_master(master)
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
+    return {
+        "master": master,
+        "partitions": partitions,
+        "verbose": bool(params.get("verbose")),
+    }
 
 
 def _duration(ctx, param, value):
@@ -123,6 +151,12 @@ def _nonneg(ctx, param, value):
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--spark-master", metavar="URL", default=None,
+              help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
+                   "k8s://... [default: local[*]].")
+@click.option("--spark-partitions", type=int, default=None, metavar="N",
+              help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
+@click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -153,7 +187,7 @@ def main(**params) -> int:
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
-    except (UnknownProperty, CheckpointError) as e:
+    except (UnknownProperty, CheckpointError, ConfigError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
     if params["junit_file"] is not None:
