@@ -98,6 +98,9 @@ def _nonneg(ctx, param, value):
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
+              help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
+                   "machine without checkpoints; scalar (one state at a time) otherwise.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -129,6 +132,8 @@ def main(**params) -> int:
         max_memory=params["max_memory"] or default_memory_limit(),
         checkpoint_every=params["checkpoint_every"],
     )
+    if "kernel" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
     run = CheckRun(
         config,
         params["engine"],
@@ -137,6 +142,7 @@ def main(**params) -> int:
         params["trace_dir"],
         checkpoint_dir=params["checkpoint_dir"],
         resume_dir=params["resume_dir"],
+        engine_args={"kernel": params["kernel"]} if params["engine"] == "bfs" else {},
     )
     try:
         with CliObserver(params["progress"]) as observer:
