@@ -389,16 +389,24 @@ class VectorKernel:
         if self._disagree is None:
             self._disagree = T.isr_disagreement()
         bad = self._disagree
-        n_logs = T.n_logs
+        n_logs, rf = T.n_logs, T.rf
+
+        def disagreements(c: _Comps) -> list[list[np.ndarray]]:
+            """[r1][r2]: r1 leads and r2's log lacks its records below the HWM (shared by both ISR forms)."""
+            d = c.__dict__.get("disagree")
+            if d is None:
+                logs = [T.L_LOG[x] for x in c.loc]
+                d = [[bad[r1][c.loc[r1] * n_logs + logs[r2]] for r2 in range(rf)] for r1 in range(rf)]
+                c.__dict__["disagree"] = d
+            return d
 
         def holds(c: _Comps) -> np.ndarray:
-            logs = [T.L_LOG[x] for x in c.loc]
+            d = disagreements(c)
             broken = np.zeros(len(c.qisr), dtype=bool)
-            for r1 in range(T.rf):
-                base = c.loc[r1] * n_logs
+            for r1 in range(rf):
                 members = c.qisr if strong else c.isr[r1]
-                for r2 in range(T.rf):
-                    broken |= bad[r1][base + logs[r2]] & ((members >> r2 & 1) != 0)
+                for r2 in range(rf):
+                    broken |= d[r1][r2] & ((members >> r2 & 1) != 0)
             return ~broken
 
         return holds
@@ -467,9 +475,17 @@ class VectorKernel:
         return self.int_of_key(self.canonical(k)[:, 0])
 
 
+_RECENT: dict = {}  # config -> kernel of the last few configurations (tables are built once per process)
+_RECENT_SIZE = 2
+
+
 def kernel_for(model: ReplicationModel) -> VectorKernel:
-    """The model's vector kernel, built once and kept on the model (KernelUnsupported if none)."""
-    kernel = model.__dict__.get("_vector_kernel")
+    """The vector kernel of the model's configuration, built once per process and kept for the
+    last few configurations: KernelUnsupported if there is none."""
+    kernel = _RECENT.get(model.config)
     if kernel is None:
-        kernel = model.__dict__["_vector_kernel"] = VectorKernel(model)
+        kernel = VectorKernel(model)
+        while len(_RECENT) >= _RECENT_SIZE:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[model.config] = kernel
     return kernel
