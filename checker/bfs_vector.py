@@ -12,9 +12,12 @@ operations:
   the chunk's workers also evaluate the pending properties on the survivors;
 * the chunks' survivors (sorted runs) are merged into the new level, and the level
   into the visited set, at the positions the search found;
-* parent rows and action indices are kept per level; the first state that decides
-  a property sits at the shallowest level, so its trace is a shortest one; it is
-  rebuilt by walking parents and replayed on the scalar model, which must agree.
+* each state keeps its first discovery in the scalar BFS's order (parent row, then
+  the rank of the action among the scalar successor function's output), and a level
+  is stored in that order: without symmetry both kernels store the same states in the
+  same order with the same parents, so they find the very same traces;
+* the first state that decides a property sits at the shallowest level, so its trace
+  is a shortest one; it is rebuilt by walking parents and replayed on the scalar model.
 
 A level is the unit of work: the observer, the limits and the "every property is
 decided" stop are looked at between chunks and levels, and a run that stops once
@@ -35,7 +38,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from isrcheck.model import ReplicationModel
-from isrcheck.model.kernel import KernelUnsupported, VectorKernel, kernel_for
+from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property
 
 from .bfs import replay_path
@@ -65,30 +68,37 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-class _Part(NamedTuple):
-    """New states of a chunk or a level, sorted by fingerprint, with what travels with them."""
+class _New(NamedTuple):
+    """New states, sorted by fingerprint, with what travels with them."""
 
     fp: np.ndarray  # fingerprints (the keys' single word when exact)
     pos: np.ndarray  # where each fingerprint sorts among the visited ones
+    prio: np.ndarray  # parent's row * actions + the action's rank: the scalar BFS's order of discovery
     keys: np.ndarray  # (words, n)
-    rows: np.ndarray  # parent row in the expanded level
-    actions: np.ndarray
     decides: np.ndarray  # (pending properties, n): the state decides that property
     orbits: np.ndarray | None  # orbit sizes under symmetry
 
-    def take(self, index: np.ndarray) -> "_Part":
-        return _Part(*(None if a is None else a[..., index] for a in self))
+    def take(self, index: np.ndarray) -> "_New":
+        return _New._make(None if a is None else a[..., index] for a in self)
 
 
-def _concat(parts: list[_Part]) -> _Part:
-    return _Part(*(None if parts[0][i] is None else np.concatenate([p[i] for p in parts], axis=-1)
-                   for i in range(len(_Part._fields))))
+def _concat(parts: list[_New]) -> _New:
+    return _New._make(
+        None if parts[0][i] is None else np.concatenate([p[i] for p in parts], axis=-1)
+        for i in range(len(_New._fields))
+    )
 
 
-def _first_of_equals(sorted_fp: np.ndarray) -> np.ndarray:
-    first = np.ones(len(sorted_fp), dtype=bool)
-    np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=first[1:])
-    return first
+def _first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``values[order]`` sorted: the index (into values) of one member of each group of
+    equal values, and the group's smallest priority."""
+    sorted_values = values[order]
+    first = np.ones(len(order), dtype=bool)
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    if not len(starts):
+        return starts, prio[:0]
+    return order[starts], np.minimum.reduceat(prio[order], starts)
 
 
 class VectorSearch:
@@ -109,53 +119,58 @@ class VectorSearch:
         self.workers = workers or default_workers()
         self.chunk = chunk
         self.symmetry = options.symmetry
-        self.keys: list[np.ndarray] = []  # per level, (words, n), sorted by fingerprint
+        self.rank = kernel.emission_rank()
+        self.by_rank = np.argsort(self.rank).astype(kernel.action_dtype)  # rank -> action index
+        self.keys: list[np.ndarray] = []  # per level, (words, n), in the scalar BFS's order
         self.parents: list[np.ndarray] = []  # per level, row of the parent in the previous level
         self.actions: list[np.ndarray] = []
         self.visited = np.empty(0, dtype=np.uint64)  # sorted fingerprints of every stored state
+        self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
+        self.frontier_rows = np.empty(0, dtype=np.int64)  # their rows in the last level
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
-        self.pending: list[tuple[str, object, bool]] = []
+        self.pending: list[tuple[str, BatchPredicate, bool]] = []
         self.generated = 0
         self.full_states = 0
         self.stop = ""
 
     # ---- one chunk, in a worker thread ----------------------------------------------------
-    def _new_states(self, keys: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> _Part:
-        """The distinct, not yet visited states among these, with their property verdicts."""
+    def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> _New:
+        """The distinct, not yet visited states among these, each with its first discovery
+        (the smallest priority) and its property verdicts."""
         kernel = self.kernel
         if self.symmetry:
             keys = kernel.canonical(keys)
         fp = kernel.fingerprints(keys)
         order = np.argsort(fp, kind="stable")  # successors come in sorted runs: timsort merges them
-        fp = fp[order]
-        first = _first_of_equals(fp)
-        fp, order = fp[first], order[first]
+        index, prio = _first_in_groups(fp, order, prio)
+        fp = fp[index]
         pos = np.searchsorted(self.visited, fp)
         if len(self.visited):
             fresh = self.visited[np.minimum(pos, len(self.visited) - 1)] != fp
-            fp, order, pos = fp[fresh], order[fresh], pos[fresh]
-        keys = fp[None, :] if kernel.exact else keys[:, order]
+            fp, index, pos, prio = fp[fresh], index[fresh], pos[fresh], prio[fresh]
+        keys = fp[None, :] if kernel.exact else keys[:, index]
         decides = np.zeros((len(self.pending), len(fp)), dtype=bool)
         if self.pending:
             comps = kernel.components(keys)
             for i, (_, pred, always) in enumerate(self.pending):
                 np.not_equal(pred(comps), always, out=decides[i])
         orbits = kernel.orbit_sizes(keys) if self.symmetry else None
-        return _Part(fp, pos, keys, rows[order], actions[order], decides, orbits)
+        return _New(fp, pos, prio, keys, decides, orbits)
 
-    def _expand_chunk(self, frontier: np.ndarray, start: int) -> tuple[int, _Part]:
-        keys, rows, actions = self.kernel.expand(frontier[:, start : start + self.chunk])
-        return keys.shape[1], self._new_states(keys, rows + start, actions)
+    def _expand_chunk(self, start: int) -> tuple[int, _New]:
+        keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
+        prio = self.frontier_rows[rows + start] * len(self.rank) + self.rank[actions]
+        return keys.shape[1], self._new_states(keys, prio)
 
     # ---- one level --------------------------------------------------------------------------
-    def _next_level(self, frontier: np.ndarray, pool: Executor | None, limits: Limits) -> _Part | None:
-        starts = range(0, frontier.shape[1], self.chunk)
+    def _next_level(self, pool: Executor | None, limits: Limits) -> list[_New] | None:
+        starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None:
-            futures = [pool.submit(self._expand_chunk, frontier, s) for s in starts]
+            futures = [pool.submit(self._expand_chunk, s) for s in starts]
             results = (f.result() for f in futures)
         else:
             futures = []
-            results = (self._expand_chunk(frontier, s) for s in starts)
+            results = (self._expand_chunk(s) for s in starts)
         parts = []
         for generated, part in results:
             self.generated += generated
@@ -165,22 +180,30 @@ class VectorSearch:
                 for f in futures:
                     f.cancel()
                 return None
-        level = _concat(parts)
-        if len(parts) > 1:  # sorted runs: merge them and keep the first of equals
-            order = np.argsort(level.fp, kind="stable")
-            order = order[_first_of_equals(level.fp[order])]
-            level = level.take(order)
-        return level
+        return parts
 
-    def _store(self, level: _Part, pool: Executor | None) -> None:
-        self.visited = _merge_sorted(self.visited, level.fp, level.pos, pool)
-        self.keys.append(level.keys)
-        self.parents.append(level.rows.astype(np.uint32))
-        self.actions.append(level.actions)
-        if self.symmetry:
-            self.full_states += int(level.orbits.sum())
+    def _store(self, parts: list[_New], pool: Executor | None) -> None:
+        """Merge the chunks' new states into one level (a state several chunks found keeps its
+        first discovery), add it to the visited set, and store it in the scalar BFS's order;
+        the next level is expanded from the states sorted by key (successors then come out
+        in sorted runs), with each state's row in that order to compute priorities."""
+        new = _concat(parts)
+        if len(parts) > 1:  # sorted runs: merged by a stable argsort
+            index, prio = _first_in_groups(new.fp, np.argsort(new.fp, kind="stable"), new.prio)
+            new = new.take(index)._replace(prio=prio)
+        self.visited = _merge_sorted(self.visited, new.fp, new.pos, pool)
+        by_prio = _argsort_small(new.prio)
+        self.frontier = new.keys
+        self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
+        self.frontier_rows[by_prio] = np.arange(len(by_prio))
+        parents, ranks = np.divmod(new.prio[by_prio], len(self.rank))
+        self.keys.append(new.keys[:, by_prio])
+        self.parents.append(parents.astype(np.uint32))
+        self.actions.append(self.by_rank[ranks])
+        if new.orbits is not None:
+            self.full_states += int(new.orbits.sum())
         depth = len(self.keys) - 1
-        for (name, _, _), decides in zip(self.pending, level.decides):
+        for (name, _, _), decides in zip(self.pending, new.decides[:, by_prio]):
             rows = np.flatnonzero(decides)
             if len(rows):
                 self.found[name] = (depth, int(rows[0]))
@@ -192,9 +215,10 @@ class VectorSearch:
         started = time.monotonic()
         limits = Limits(opts, started)
         self.pending = [(p.name, kernel.predicate(p.name), p.expectation == "always") for p in self.properties]
+        assert all(pred is not None for _, pred, _ in self.pending), "vector_kernel() checks the predicates"
         init = kernel.initial_keys()
         self.generated = n = init.shape[1]
-        self._store(self._new_states(init, np.zeros(n, np.int64), np.zeros(n, kernel.action_dtype)), None)
+        self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
         next_report = started + opts.progress_interval
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         exhausted = False
@@ -202,13 +226,13 @@ class VectorSearch:
             while opts.explore_all or self.pending:
                 if opts.max_depth is not None and len(self.keys) >= opts.max_depth:
                     break
-                level = self._next_level(self.keys[-1], pool, limits)
-                if level is None:
+                parts = self._next_level(pool, limits)
+                if parts is None:
                     break
-                if not len(level.fp):
+                if not any(len(p.fp) for p in parts):
                     exhausted = True
                     break
-                self._store(level, pool)
+                self._store(parts, pool)
                 now = time.monotonic()
                 if now >= next_report:
                     next_report = now + opts.progress_interval
@@ -289,6 +313,20 @@ class VectorSearch:
             f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
             f"based on the actual fingerprints val = {actual:.1E}"
         )
+
+
+def _argsort_small(values: np.ndarray) -> np.ndarray:
+    """argsort of non-negative int64 values, by 16-bit digits (NumPy's stable argsort of
+    uint16 is a radix sort): two passes cover the priorities of levels of up to about
+    fifty million states, at less than half the cost of a comparison sort."""
+    order = np.arange(len(values))
+    top = int(values.max()) if len(values) else 0
+    shift = 0
+    while top >> shift:
+        digit = ((values[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order
 
 
 def _merge_sorted(old: np.ndarray, new: np.ndarray, pos: np.ndarray, pool: Executor | None) -> np.ndarray:

@@ -18,7 +18,7 @@ among all relabellings of the brokers.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,6 +44,17 @@ class _Comps:
     ``ln``, ``isr``; the controller's ``nle`` and ``qlead``."""
 
     PER_REPLICA = {"ld": "L_LD", "ep": "L_EP", "hw": "L_HW", "ln": "L_LEN", "isr": "L_ISR"}
+    loc: list[np.ndarray]
+    ld: list[np.ndarray]
+    ep: list[np.ndarray]
+    hw: list[np.ndarray]
+    ln: list[np.ndarray]
+    isr: list[np.ndarray]
+    nid: np.ndarray
+    qisr: np.ndarray
+    rq: np.ndarray
+    nle: np.ndarray
+    qlead: np.ndarray
 
     def __init__(self, T: CoreTables, keys: np.ndarray) -> None:
         self.T = T
@@ -53,8 +64,9 @@ class _Comps:
         f = self.T.field[name]
         return (self.words[f.word] >> f.shift) & f.mask
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         T = self.T
+        value: Any
         if name == "loc":
             value = [self._get(f"local{r}") for r in range(T.rf)]
         elif name in ("nid", "qisr", "rq"):
@@ -114,6 +126,31 @@ class VectorKernel:
         self.base = cat.base
         self._perm = None
         self._disagree: list[np.ndarray] | None = None
+
+    def emission_rank(self) -> np.ndarray:
+        """``rank[action]``: where the scalar successor function lists that action among a
+        state's successors. That is catalogue order, except that a state's requests are
+        applied newest first: BecomeLeader by descending epoch, BecomeFollower by descending
+        epoch and then replica. With it the vector BFS keeps the scalar BFS's discovery order
+        and finds the very same traces (a test holds this to ``successors.py``)."""
+        cat = self.model.catalogue
+        families = list(cat.base)
+
+        def order(a: int) -> tuple:
+            action = cat[a]
+            args = action.args
+            if action.name == "BecomeLeader":
+                within: tuple = (-args["epoch"], args["replica"])
+            elif action.name == "BecomeFollower":
+                within = (-args["epoch"], args["replica"], args["leader"])
+            else:
+                within = (a,)
+            return (families.index(action.name), within)
+
+        listed = sorted(range(len(cat)), key=order)
+        rank = np.empty(len(cat), dtype=np.int64)
+        rank[listed] = np.arange(len(cat))
+        return rank
 
     # ---- keys ---------------------------------------------------------------------------
     def encode(self, locs, nid, qisr, rq) -> np.ndarray:
@@ -446,11 +483,9 @@ class VectorKernel:
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
         """The smallest relabelling of each key: one representative per orbit (exact reduction)."""
-        best = None
-        for img in self.images(keys):
-            if best is None:
-                best = img.copy()
-                continue
+        images = self.images(keys)
+        best = images[0].copy()
+        for img in images[1:]:
             if self.words == 1:
                 np.minimum(best[0], img[0], out=best[0])
             else:

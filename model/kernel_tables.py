@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations
+from typing import Sequence
 
 import numpy as np
 
@@ -376,7 +377,7 @@ class CoreTables:
             rq += self.slot_index[(L.slot_leader(v), L.slot_isr(v))] * int(self.rq_pow[e])
         return rq
 
-    def scalar_of_components(self, locs: list[int], nid: int, qisr: int, rq: int) -> int:
+    def scalar_of_components(self, locs: Sequence[int], nid: int, qisr: int, rq: int) -> int:
         L = self.layout
         cache = self.__dict__.setdefault("_to_scalar", ({}, {}))
         packed_of, bits_of = cache

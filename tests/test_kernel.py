@@ -8,10 +8,13 @@ space by space (the same reachable sets, level by level), and engine by engine
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
 from isrcheck.checker import BfsEngine, CheckOptions, Observer
+from isrcheck.checker.bfs import _Search
 from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.model import REVISIONS, ModelConfig, ReplicationModel
 from isrcheck.model.kernel import KernelDomainError, KernelUnsupported, VectorKernel, kernel_for
@@ -50,6 +53,45 @@ def test_rf2_reachable_sets_are_the_scalar_ones_level_by_level(rf2):
     model, _, levels = rf2
     _, vector = vector_levels(model)
     assert vector == levels
+
+
+def scalar_search(model: ReplicationModel, **options):
+    search = _Search(model, [], CheckOptions(explore_all=True, **options), Observer(), None, None)
+    search.run()
+    return search.st
+
+
+@pytest.mark.parametrize("config,chunk", [(RF2["hw-truncation"], 64), (RF2["kip-101"], 1 << 17),
+                                          (ModelConfig(rf=3, protocol="kip-279", core=True), 1000)],
+                         ids=["rf2-hw-truncation", "rf2-kip-101", "rf3-kip-279"])
+def test_without_symmetry_both_kernels_store_the_same_states_in_the_same_order_with_the_same_parents(
+    config, chunk
+):
+    """So both find the very same traces, not only traces of the same length."""
+    model = ReplicationModel(config)
+    max_depth = 12 if config.rf == 3 else None
+    scalar = scalar_search(model, max_depth=max_depth)
+    search = VectorSearch(model, kernel_for(model), [], CheckOptions(explore_all=True, max_depth=max_depth),
+                          chunk=chunk)
+    search.run()
+    kernel = search.kernel
+    assert [s for keys in search.keys for s in kernel.scalars_of_keys(keys)] == scalar.states
+    offsets = np.cumsum([0] + [k.shape[1] for k in search.keys])
+    parents = [-1] + [int(p) + offsets[d - 1] for d in range(1, len(search.keys)) for p in search.parents[d]]
+    assert parents == list(scalar.parents)
+    assert [int(a) for acts in search.actions[1:] for a in acts] == list(scalar.actions)[1:]
+
+
+def test_the_emission_rank_is_the_order_of_the_scalar_successor_function(rf2):
+    model, kernel, levels = rf2
+    states = sorted(set().union(*levels))
+    succ, rows, actions = kernel.expand(kernel.keys_of_scalars(states))
+    rank = kernel.emission_rank()
+    listed: dict[int, list] = {}
+    for r, a, t in sorted(zip(rows.tolist(), actions.tolist(), kernel.scalars_of_keys(succ)),
+                          key=lambda x: (x[0], rank[x[1]])):
+        listed.setdefault(states[r], []).append((a, t))
+    assert all(listed.get(s, []) == model.successors(s) for s in states)
 
 
 def test_key_conversions_are_exact_inverses_on_every_rf2_state(rf2):
@@ -171,6 +213,8 @@ def test_scalar_and_vector_kernels_agree_on_counts_depths_verdicts_and_trace_len
     vector = run(config, properties, "vector", **options)
     exhaustive = options.get("explore_all", False)
     assert summary(vector, exhaustive) == summary(scalar, exhaustive)
+    if not options.get("symmetry"):  # the same discovery order: the very same traces
+        assert [p.path for p in vector.properties] == [p.path for p in scalar.properties]
     assert vector.exhausted == scalar.exhausted and vector.complete
     if pinned:
         assert (vector.stats.states, vector.stats.depth) == pinned
@@ -257,3 +301,19 @@ def test_an_enabled_action_that_leaves_the_tables_raises_instead_of_dropping_a_s
     states = sorted(set().union(*scalar_levels(model, max_levels=8)))
     with pytest.raises(KernelDomainError, match="leaves the kernel's tables"):
         kernel.expand(kernel.keys_of_scalars(states))
+
+
+def test_a_pickled_kernel_ships_its_configuration_and_rebuilds_the_same_tables():
+    """What a Spark executor receives: the model's configuration, not megabytes of tables."""
+    from isrcheck.model import kernel as kernel_module
+
+    model = ReplicationModel(RF2["kip-279"])
+    kernel = kernel_for(model)
+    data = pickle.dumps(kernel)
+    assert len(data) < 4_000
+    kernel_module._RECENT.clear()
+    clone = pickle.loads(data)
+    assert clone is not kernel
+    states = sorted(set().union(*scalar_levels(model, max_levels=6)))
+    ours, theirs = kernel.expand(kernel.keys_of_scalars(states)), clone.expand(clone.keys_of_scalars(states))
+    assert all((a == b).all() for a, b in zip(ours, theirs))
