@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -45,9 +46,37 @@ def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
         raise UsageFailure(str(e)) from None
 
 
-def default_memory_limit() -> int:
-    """Without --max-memory a run still stops cleanly, at 85% of the machine's memory."""
-    return int(psutil.virtual_memory().total * 0.85)
+def default_memory_limit(share: int = 1) -> int:
+    """Without --max-memory a run still stops cleanly: at 85% of the machine's memory,
+    divided among ``share`` runs going on at once."""
+    return int(psutil.virtual_memory().total * 0.85) // max(1, share)
+
+
+def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
+    """The run that option values ask for; check-suite builds each check's run with it too.
+    An unset --max-memory stays None here: the caller knows how many runs share the machine."""
+    config = model_config_from(params, explicit)
+    options = CheckOptions(
+        max_depth=params["max_depth"],
+        explore_all=params["explore_all"],
+        symmetry=params["symmetry"],
+        time_limit=params["time_limit"],
+        max_memory=params["max_memory"],
+        checkpoint_every=params["checkpoint_every"],
+    )
+    kernel = params.get("kernel") or "vector"
+    if "kernel" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
+    return CheckRun(
+        config,
+        params["engine"],
+        tuple(params["properties"]),
+        options,
+        params["trace_dir"],
+        checkpoint_dir=params.get("checkpoint_dir"),
+        resume_dir=params.get("resume_dir"),
+        engine_args={"kernel": kernel} if params["engine"] == "bfs" else {},
+    )
 
 
 def _duration(ctx, param, value):
@@ -108,6 +137,8 @@ def _nonneg(ctx, param, value):
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
               show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a JUnit XML report: one test case per property.")
 @click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
 @click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
 @click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -123,33 +154,19 @@ def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
-    config = model_config_from(params, explicit)
-    options = CheckOptions(
-        max_depth=params["max_depth"],
-        explore_all=params["explore_all"],
-        symmetry=params["symmetry"],
-        time_limit=params["time_limit"],
-        max_memory=params["max_memory"] or default_memory_limit(),
-        checkpoint_every=params["checkpoint_every"],
-    )
-    if "kernel" in explicit and params["engine"] != "bfs":
-        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
-    run = CheckRun(
-        config,
-        params["engine"],
-        tuple(params["properties"]),
-        options,
-        params["trace_dir"],
-        checkpoint_dir=params["checkpoint_dir"],
-        resume_dir=params["resume_dir"],
-        engine_args={"kernel": params["kernel"]} if params["engine"] == "bfs" else {},
-    )
+    run = check_run_from(params, explicit)
+    if run.options.max_memory is None:
+        run.options = replace(run.options, max_memory=default_memory_limit())
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
     except (UnknownProperty, CheckpointError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    if params["junit_file"] is not None:
+        from . import junit
+
+        junit.write(params["junit_file"], "check-model", [junit.check_model_suite(outcome)])
     if params["view"]:
         from .view_trace import show_text
 

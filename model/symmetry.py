@@ -59,6 +59,7 @@ class Symmetry:
                     p[L.meta_leader[m]] if L.meta_leader[m] >= 0 else -1,
                     relabel_mask(p, L.meta_isr[m]),
                     L.meta_life[m],
+                    L.meta_since[m],
                 )
                 for m in range(L.n_meta)
             ]
@@ -66,8 +67,6 @@ class Symmetry:
         ]
         # Identity-free signature of a replica's meta, per position: the leader only as
         # none/self/other, the ISR only as (contains self, size).
-        sig_bits = L.meta_bits + 4
-        self.sig_shift = sig_bits
         self.sig_meta = []
         for r in range(rf):
             table = []
@@ -78,8 +77,9 @@ class Symmetry:
                 code = (
                     ((L.meta_hw[m] * L.n_meta_epoch + L.meta_epoch[m] + 1) * 3 + rel) * 2 + (isr >> r & 1)
                 ) * (rf + 1) + L.popcount[isr]
-                table.append(code * L.n_life + L.meta_life[m])
+                table.append((code * L.n_life + L.meta_life[m]) * L.n_since + L.meta_since[m] + 1)
             self.sig_meta.append(table)
+        self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
         self.full_group = factorial(rf)
         self._build()
 

@@ -38,6 +38,7 @@ def partition_states(config: ModelConfig):
             isr=draw(replica_sets(rf)) if alive else frozenset(),
             alive=alive,
             crash_mark=None if alive else draw(st.integers(0, mr)),
+            leader_since=draw(opt_epoch) if alive and kafka and config.acks == "all" else None,
         )
 
     @st.composite

@@ -105,7 +105,7 @@ def test_the_core_catalogue_is_the_specifications_and_features_add_actions():
     }
     kafka = ReplicationModel(ModelConfig(rf=2, crashes=1, disk_loss=1, unclean_election=True)).catalogue
     assert {a.name for a in kafka.actions} - names == {
-        "ControllerUncleanElect", "BrokerCrash", "BrokerCrashDiskLoss", "BrokerRestart",
+        "ControllerFailover", "ControllerUncleanElect", "BrokerCrash", "BrokerCrashDiskLoss", "BrokerRestart",
     }
 
 

@@ -28,6 +28,11 @@ def describe_step(before: PartitionState, action: Action, after: PartitionState)
             f"controller elects out-of-sync broker {a['leader']} leader at epoch {after.quorum.leader_epoch}: "
             f"unclean election, ISR reset to {fmt_isr(after.quorum.isr)}"
         )
+    if name == "ControllerFailover":
+        return (
+            f"controller sees leader broker {before.quorum.leader} fail and elects broker {a['leader']} "
+            f"at epoch {after.quorum.leader_epoch} (ISR {fmt_isr(after.quorum.isr)})"
+        )
     if name == "ControllerShrinkIsr":
         r = a["replica"]
         if before.quorum.leader == r:
@@ -55,13 +60,19 @@ def describe_step(before: PartitionState, action: Action, after: PartitionState)
     if name == "LeaderIncHighWatermark":
         r = a["leader"]
         hw = after.replicas[r].hw
-        extra = ""
-        if after.readable - before.readable and not after.committed - before.committed:
-            extra = " (consumers may read below it; not committed: broker " + str(r) + " is not the true leader)"
+        notes = []
         new_acks = sorted(after.acked - before.acked)
         if new_acks:
-            extra = "; the producer is told " + ", ".join(f"m{i}" for i in new_acks) + " is written"
-        return f"broker {r} advances its high watermark to {hw}{extra}"
+            notes.append("the producer is told " + ", ".join(f"m{i}" for i in new_acks) + " is written")
+        elif _not_enough_after_append(before, r):
+            rs = before.replicas[r]
+            notes.append(
+                f"the producer of {rs.log[rs.hw]} gets NotEnoughReplicasAfterAppend (ISR {fmt_isr(rs.isr)} is "
+                f"below min-isr)"
+            )
+        if after.readable - before.readable and not after.committed - before.committed:
+            notes.append(f"consumers may read below it, but it is not committed: broker {r} is not the true leader")
+        return f"broker {r} advances its high watermark to {hw}" + "".join(f"; {n}" for n in notes)
     if name == "LeaderShrinkIsr":
         return f"leader broker {a['leader']} removes lagging broker {a['follower']} from the ISR: {fmt_isr(after.quorum.isr)}"
     if name == "LeaderExpandIsr":
@@ -88,6 +99,17 @@ def describe_step(before: PartitionState, action: Action, after: PartitionState)
     return str(action)
 
 
+def _not_enough_after_append(before: PartitionState, r: int) -> bool:
+    """The HWM passes a record whose produce waits at this leader, with too small an ISR."""
+    rs = before.replicas[r]
+    return (
+        rs.leader_since is not None
+        and rs.hw < len(rs.log)
+        and rs.log[rs.hw].epoch >= rs.leader_since
+        and rs.log[rs.hw].id not in before.acked
+    )
+
+
 def short_step(before: PartitionState, action: Action, after: PartitionState) -> str:
     """A few words for one step, for a timeline where describe_step's sentence is too long."""
     a = action.args
@@ -96,6 +118,8 @@ def short_step(before: PartitionState, action: Action, after: PartitionState) ->
         return f"controller elects broker {a['leader']} (e{after.quorum.leader_epoch})"
     if name == "ControllerUncleanElect":
         return f"controller elects broker {a['leader']} UNCLEAN (e{after.quorum.leader_epoch})"
+    if name == "ControllerFailover":
+        return f"controller fails over to broker {a['leader']} (e{after.quorum.leader_epoch})"
     if name == "ControllerShrinkIsr":
         if before.quorum.leader == a["replica"]:
             return f"controller: leader {a['replica']} failed (e{after.quorum.leader_epoch})"
