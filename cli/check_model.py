@@ -64,6 +64,12 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         max_memory=params["max_memory"],
         checkpoint_every=params["checkpoint_every"],
     )
+    kernel = params.get("kernel") or "vector"
+    if "kernel" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
+    engine_args = spark_engine_args(params, explicit)
+    if params["engine"] == "bfs":
+        engine_args["kernel"] = kernel
     return CheckRun(
         config,
         params["engine"],
@@ -72,7 +78,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         params["trace_dir"],
         checkpoint_dir=params.get("checkpoint_dir"),
         resume_dir=params.get("resume_dir"),
-        engine_args=spark_engine_args(params, explicit),
+        engine_args=engine_args,
     )
 
 
@@ -157,6 +163,9 @@ def _nonneg(ctx, param, value):
 @click.option("--spark-partitions", type=int, default=None, metavar="N",
               help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
+@click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
+              help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
+                   "machine without checkpoints; scalar (one state at a time) otherwise.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
