@@ -35,7 +35,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 from click.core import ParameterSource
 from isrcheck.checker import CheckOptions
-from isrcheck.checker.engine import current_rss
+from isrcheck.checker.engine import current_rss, peak_rss
 from isrcheck.cli.check_model import main, model_config_from
 from isrcheck.cli.runner import CheckRun, run_check
 from isrcheck.model import ReplicationModel
@@ -66,7 +66,7 @@ run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_a
 s = run_check(run).result.stats
 wall = time.perf_counter() - t
 cpu = time.process_time() - cpu
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
                       wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline)))
 """

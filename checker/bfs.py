@@ -76,9 +76,12 @@ class BfsEngine:
                 kernel, self.fallback = vector_kernel(model, properties, options)
             if kernel is not None:
                 self.kernel_used = "vector"
-                return VectorSearch(model, kernel, properties, options, observer, self.workers).run()
-        search = _Search(model, properties, options, observer, resume, checkpoint)
-        return search.run()
+                result = VectorSearch(model, kernel, properties, options, observer, self.workers).run()
+                result.kernel = "vector"
+                return result
+        result = _Search(model, properties, options, observer, resume, checkpoint).run()
+        result.kernel, result.kernel_note = "scalar", self.fallback if self.kernel == "vector" else ""
+        return result
 
 
 class _Search:
