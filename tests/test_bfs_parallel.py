@@ -26,7 +26,7 @@ def both(config, names=None, **options):
     model = ReplicationModel(config)
     props = select(config, names)
     opts = CheckOptions(**options)
-    return model, BfsEngine().check(model, props, opts), ParallelBfsEngine(2).check(model, props, opts)
+    return model, BfsEngine(kernel="scalar").check(model, props, opts), ParallelBfsEngine(2).check(model, props, opts)
 
 
 def verdicts(result):
