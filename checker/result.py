@@ -63,6 +63,7 @@ class CheckResult:
     symmetry: bool = False
     kernel: str = ""  # the BFS kernel that ran (vector, scalar), when the engine has kernels
     kernel_note: str = ""  # why the requested kernel did not run, if it did not
+    workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
 
     def by_name(self, name: str) -> PropertyResult:
         for p in self.properties:

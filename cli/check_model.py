@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,8 +69,14 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     if "kernel" in explicit and params["engine"] != "bfs":
         raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
     engine_args = spark_engine_args(params, explicit)
+    workers = params.get("workers")
+    if workers is not None and workers < 1:
+        raise UsageFailure(f"--workers {workers}: must be at least 1")
+    if "workers" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
     if params["engine"] == "bfs":
         engine_args["kernel"] = kernel
+        engine_args["workers"] = workers
     return CheckRun(
         config,
         params["engine"],
@@ -166,6 +173,9 @@ def _nonneg(ctx, param, value):
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
               help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
                    "machine without checkpoints; scalar (one state at a time) otherwise.")
+@click.option("--workers", type=int, default=None, metavar="N",
+              help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
+                   "process may use]. Checkpointed runs use one process.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -193,6 +203,8 @@ def main(**params) -> int:
     run = check_run_from(params, explicit)
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
+    if run.engine == "bfs" and run.engine_args["workers"] is None:
+        run.engine_args["workers"] = len(os.sched_getaffinity(0))
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)

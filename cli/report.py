@@ -55,6 +55,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "engine": r.engine,
         **({"kernel": r.kernel} if r.kernel else {}),
         **({"kernel_note": r.kernel_note} if r.kernel_note else {}),
+        "workers": r.workers,
         "complete": r.complete,
         "exhausted": r.exhausted,
         "stop_reason": r.stop_reason or None,
@@ -108,6 +109,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     s = r.stats
     lines = [f"isrcheck: {outcome.run.config.summary()}"]
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
+    if r.workers > 1:
+        kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     for p in r.properties:
