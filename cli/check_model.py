@@ -61,6 +61,23 @@ def _size(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
+class EpochBound(click.ParamType):
+    """A non-negative int, or 'unbounded' (None): leader epochs and record ids without bound."""
+
+    name = "N|unbounded"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, int) or value == "unbounded":
+            return None if value == "unbounded" else value
+        try:
+            number = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'unbounded'", param, ctx)
+        if number < 0:
+            self.fail(f"{number} is negative", param, ctx)
+        return number
+
+
 def _nonneg(ctx, param, value):
     if value is not None and value < 0:
         raise click.BadParameter(f"{value} is negative")
@@ -84,13 +101,17 @@ def _nonneg(ctx, param, value):
 @click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,
               help="Records the producer may write.")
 @click.option("--log-size", type=int, default=None, callback=_nonneg, help="Log capacity [default: max-records].")
-@click.option("--max-leader-epoch", type=int, default=2, show_default=True, callback=_nonneg,
-              help="Highest leader epoch (epochs 0..N).")
+@click.option("--max-leader-epoch", type=EpochBound(), default=2, show_default=True,
+              help="Highest leader epoch (epochs 0..N); 'unbounded' (with --engine z3): epochs and record ids unbounded.")
 @click.option("--max-depth", type=int, default=None, callback=_nonneg,
               help="Bound on trace length in states, the initial one included.")
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--prove", type=click.Choice(["none", "induction", "spacer"]), default=None,
+              help="--engine z3: after BMC, try a proof for every depth [default: induction].")
+@click.option("--prove-timeout", callback=_duration, metavar="DURATION",
+              help="--engine z3: time for the proof attempt [default: 60s].")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -106,6 +127,15 @@ def main(**params) -> int:
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
     config = model_config_from(params, explicit)
+    engine_args = {}
+    if params["engine"] == "z3":
+        engine_args = {"prove": params["prove"] or "induction", "prove_timeout": params["prove_timeout"] or 60.0}
+    else:
+        given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
+        if given:
+            raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
+        if config.unbounded:
+            raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
     options = CheckOptions(
         max_depth=params["max_depth"],
         explore_all=params["explore_all"],
@@ -113,7 +143,7 @@ def main(**params) -> int:
         time_limit=params["time_limit"],
         max_memory=params["max_memory"],
     )
-    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"])
+    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"], engine_args)
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
