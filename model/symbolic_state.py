@@ -262,8 +262,8 @@ class Space:
             last.leader if last else None,
             frozenset(m for m in range(self.rf) if flag(s.q(m))),
         )
-        ids: Iterable[int] = range(nid)
-        if nid > SPARSE:
+        ids: Iterable[int] = range(self.mr) if self.mr is not None else range(nid)
+        if self.mr is None and nid > SPARSE:
             ids = sorted({x.id for rs in replicas for x in rs.log} | set(range(SPARSE)))
         hist = {h: frozenset(i for i in ids if flag(s.holds(h, i))) for h in self.histories}
         return PartitionState(
