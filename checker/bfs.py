@@ -47,20 +47,22 @@ class BfsEngine:
         options: CheckOptions,
         observer: Observer | None = None,
         resume: SearchState | None = None,
-        on_level: Callable[[SearchState], None] | None = None,
+        checkpoint: Callable[[SearchState], None] | None = None,
     ) -> CheckResult:
+        """Search; ``resume`` continues a saved search, ``checkpoint`` is called with the
+        search state at level ends, every ``options.checkpoint_every`` seconds, and at the end."""
         observer = observer or Observer()
-        search = _Search(model, properties, options, observer, resume, on_level)
+        search = _Search(model, properties, options, observer, resume, checkpoint)
         return search.run()
 
 
 class _Search:
-    def __init__(self, model, properties, options, observer, resume, on_level) -> None:
+    def __init__(self, model, properties, options, observer, resume, checkpoint) -> None:
         self.model = model
         self.properties = list(properties)
         self.options = options
         self.observer = observer
-        self.on_level = on_level
+        self.checkpoint = checkpoint
         self.canonical = model.symmetry.canonical if options.symmetry else None
         st = resume or SearchState(len(model.catalogue))
         self.st = st
@@ -110,6 +112,8 @@ class _Search:
         n_found = len(found)
         stop = ""
         next_report = time.monotonic() + opts.progress_interval
+        every = opts.checkpoint_every if self.checkpoint is not None else None
+        next_checkpoint = time.monotonic() + every if every else None
         max_depth = opts.max_depth
         generated = st.generated
 
@@ -123,22 +127,21 @@ class _Search:
             while i < level_end:
                 nexts = succ(states[i])
                 generated += len(nexts)
+                if canon is not None:
+                    nexts = [(a, canon(t)) for a, t in nexts]
                 for a, t in nexts:
-                    if canon is not None:
-                        t = canon(t)
-                    if t in visited:
-                        continue
-                    add(t)
-                    push_state(t)
-                    push_parent(i)
-                    push_action(a)
-                    for name, pred, always in pending:
-                        if pred(t) != always:
-                            found[name] = len(states) - 1
-                    if len(found) != n_found:
-                        n_found = len(found)
-                        pending = [p for p in pending if p[0] not in found]
-                        decided = not opts.explore_all and not pending
+                    if t not in visited:
+                        add(t)
+                        push_state(t)
+                        push_parent(i)
+                        push_action(a)
+                        for name, pred, always in pending:
+                            if pred(t) != always and name not in found:
+                                found[name] = len(states) - 1
+                if len(found) != n_found:
+                    n_found = len(found)
+                    pending = [p for p in pending if p[0] not in found]
+                    decided = not opts.explore_all and not pending
                 i += 1
                 if decided:
                     break
@@ -147,6 +150,10 @@ class _Search:
                     if stop:
                         break
                     now = time.monotonic()
+                    if next_checkpoint is not None and now >= next_checkpoint:
+                        st.cursor, st.generated, st.elapsed = i, generated, now - started
+                        self.checkpoint(st)
+                        next_checkpoint = time.monotonic() + every
                     if now >= next_report:
                         next_report = now + opts.progress_interval
                         observer.progress(
@@ -157,10 +164,12 @@ class _Search:
             if i == level_end and len(states) > level_end:
                 st.level_ends.append(len(states))
                 st.elapsed = time.monotonic() - started
-                if self.on_level is not None:
-                    self.on_level(st)
+                if self.checkpoint is not None:
+                    self.checkpoint(st)
         st.generated = generated
         st.elapsed = time.monotonic() - started
+        if self.checkpoint is not None:
+            self.checkpoint(st)
         return self._result(stop)
 
     def _result(self, stop: str) -> CheckResult:

@@ -26,6 +26,7 @@ class CheckOptions:
     time_limit: float | None = None  # seconds
     max_memory: int | None = None  # bytes of resident memory
     progress_interval: float = 2.0  # seconds between progress reports
+    checkpoint_every: float = 300.0  # seconds between checkpoints inside a level, when checkpointing
 
 
 @dataclass(slots=True)
@@ -65,17 +66,24 @@ class Observer:
         return self.stop_reason
 
 
+MEMORY_HEADROOM = 0.9  # stop at 90% of --max-memory: the final checkpoint and report need room
+
+
 class Limits:
-    """Time and memory limits, checked by engines every few thousand states."""
+    """Time and memory limits, checked by engines every few thousand states.
+
+    Memory is the process's resident set, read from /proc; the search stops once it
+    passes 90% of the limit, well before the operating system's OOM killer would act
+    on a limit set below the machine's memory."""
 
     def __init__(self, options: CheckOptions, started: float) -> None:
         self.deadline = started + options.time_limit if options.time_limit else None
-        self.max_memory = options.max_memory
+        self.memory_stop = int(options.max_memory * MEMORY_HEADROOM) if options.max_memory else None
 
     def exceeded(self) -> str:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return "time limit"
-        if self.max_memory is not None and current_rss() >= self.max_memory:
+        if self.memory_stop is not None and current_rss() >= self.memory_stop:
             return "memory limit"
         return ""
 

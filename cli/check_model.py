@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
+import psutil
 from click.core import ParameterSource
 
 from isrcheck.checker import ENGINES, CheckOptions
+from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.model import ACKS, REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS
 from isrcheck.properties import NAMES, UnknownProperty
@@ -41,6 +44,49 @@ def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
         return ModelConfig(**values).validate()
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
+
+
+def default_memory_limit(share: int = 1) -> int:
+    """Without --max-memory a run still stops cleanly: at 85% of the machine's memory,
+    divided among ``share`` runs going on at once."""
+    return int(psutil.virtual_memory().total * 0.85) // max(1, share)
+
+
+def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
+    """The run that option values ask for; check-suite builds each check's run with it too.
+    An unset --max-memory stays None here: the caller knows how many runs share the machine."""
+    config = model_config_from(params, explicit)
+    engine_args = _engine_args(params, explicit, config)
+    options = CheckOptions(
+        max_depth=params["max_depth"],
+        explore_all=params["explore_all"],
+        symmetry=params["symmetry"],
+        time_limit=params["time_limit"],
+        max_memory=params["max_memory"],
+        checkpoint_every=params["checkpoint_every"],
+    )
+    return CheckRun(
+        config,
+        params["engine"],
+        tuple(params["properties"]),
+        options,
+        params["trace_dir"],
+        checkpoint_dir=params.get("checkpoint_dir"),
+        resume_dir=params.get("resume_dir"),
+        engine_args=engine_args,
+    )
+
+
+def _engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
+    """--prove and --prove-timeout for the Z3 engine; they and unbounded epochs need it."""
+    if params["engine"] == "z3":
+        return {"prove": params.get("prove") or "induction", "prove_timeout": params.get("prove_timeout") or 60.0}
+    given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
+    if given:
+        raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
+    if config.unbounded:
+        raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
+    return {}
 
 
 def _duration(ctx, param, value):
@@ -84,7 +130,7 @@ def _nonneg(ctx, param, value):
     return value
 
 
-@click.command(cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
 @click.option("--protocol", type=click.Choice(REVISIONS), default="kip-320", show_default=True,
               help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+).")
@@ -119,37 +165,43 @@ def _nonneg(ctx, param, value):
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
               show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a JUnit XML report: one test case per property.")
 @click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
 @click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
+@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Save the search in this folder at every level and every --checkpoint-every.")
+@click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
+              help="Longest time between checkpoints inside a level.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Continue the search saved in this folder (same options as the run that saved it).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+@click.option("--view", is_flag=True,
+              help="After the report, show each violated property's trace step by step (as view-trace does).")
 def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
-    config = model_config_from(params, explicit)
-    engine_args = {}
-    if params["engine"] == "z3":
-        engine_args = {"prove": params["prove"] or "induction", "prove_timeout": params["prove_timeout"] or 60.0}
-    else:
-        given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
-        if given:
-            raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
-        if config.unbounded:
-            raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
-    options = CheckOptions(
-        max_depth=params["max_depth"],
-        explore_all=params["explore_all"],
-        symmetry=params["symmetry"],
-        time_limit=params["time_limit"],
-        max_memory=params["max_memory"],
-    )
-    run = CheckRun(config, params["engine"], tuple(params["properties"]), options, params["trace_dir"], engine_args)
+    run = check_run_from(params, explicit)
+    if run.options.max_memory is None:
+        run.options = replace(run.options, max_memory=default_memory_limit())
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
-    except UnknownProperty as e:
+    except (UnknownProperty, CheckpointError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    if params["junit_file"] is not None:
+        from . import junit
+
+        junit.write(params["junit_file"], "check-model", [junit.check_model_suite(outcome)])
+    if params["view"]:
+        from .view_trace import show_text
+
+        for trace in outcome.traces.values():
+            if trace.is_counterexample:  # the JSON report keeps stdout; the views then go to stderr
+                click.echo("", err=params["fmt"] == "json")
+                show_text(trace, err=params["fmt"] == "json")
     return exit_code(outcome.result)
 
 

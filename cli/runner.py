@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from isrcheck.checker import CheckOptions, CheckResult, Observer, get_engine
+from isrcheck.checker import CheckOptions, CheckResult, Observer, checkpoint, get_engine
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.properties import BY_NAME, select
 from isrcheck.traces import Trace, trace_from_path
@@ -26,6 +26,8 @@ class CheckRun:
     options: CheckOptions = field(default_factory=CheckOptions)
     trace_dir: Path | None = Path("traces-out")
     engine_args: dict[str, Any] = field(default_factory=dict)
+    checkpoint_dir: Path | None = None  # write checkpoints here
+    resume_dir: Path | None = None  # continue the search saved here (and keep checkpointing there)
 
 
 @dataclass
@@ -61,12 +63,45 @@ def config_slug(config: ModelConfig) -> str:
     return "-".join(parts)
 
 
+CHECKPOINTING_ENGINES = ("bfs",)
+
+
+def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, Any]:
+    """The engine keyword arguments that resume and write checkpoints (CheckpointError if unusable)."""
+    if run.checkpoint_dir is None and run.resume_dir is None:
+        return {}
+    if run.engine not in CHECKPOINTING_ENGINES:
+        raise checkpoint.CheckpointError(
+            f"--checkpoint and --resume work with --engine {' or '.join(CHECKPOINTING_ENGINES)}, not {run.engine}"
+        )
+    o = run.options
+    ident = checkpoint.identity(
+        run.config.as_dict(),
+        {
+            "engine": run.engine,
+            "symmetry": o.symmetry,
+            "max_depth": o.max_depth,
+            "explore_all": o.explore_all,
+            "properties": [p.name for p in props],
+        },
+    )
+    width = (model.layout.state_bits + 7) // 8
+    folder = run.checkpoint_dir or run.resume_dir
+    if run.resume_dir is not None:
+        state, manifest = checkpoint.load(run.resume_dir, ident)
+        writer = checkpoint.CheckpointWriter(folder, ident, width, resume_from=manifest)
+        return {"resume": state, "checkpoint": writer.write}
+    checkpoint.CheckpointWriter.refuse_existing(folder)
+    return {"checkpoint": checkpoint.CheckpointWriter(folder, ident, width).write}
+
+
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
     # an unbounded configuration has no explicit model: the symbolic engine takes the config
     model = run.config if run.config.unbounded else ReplicationModel(run.config)
     props = select(run.config, list(run.properties) or None)
+    saving = _checkpointing(run, model, props)
     engine = get_engine(run.engine, **run.engine_args)
-    result = engine.check(model, props, run.options, observer)
+    result = engine.check(model, props, run.options, observer, **saving)
     outcome = CheckOutcome(run, result)
     if result.replay_config is not None:  # the paths are of a bounded model that holds them
         model = ReplicationModel(result.replay_config)

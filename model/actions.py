@@ -44,6 +44,7 @@ CORE_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 def families(config: ModelConfig) -> list[tuple[str, tuple[str, ...]]]:
     fams = list(CORE_FAMILIES)
     if not config.core:
+        fams.append(("ControllerFailover", ("leader",)))
         if config.unclean_election:
             fams.append(("ControllerUncleanElect", ("leader",)))
         if config.crashes:

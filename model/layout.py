@@ -84,14 +84,19 @@ class Layout:
         self.log_ids = [_id_mask(g, self.n_epochs) for g in logs]
         self.n_logs = n_logs
 
-        # ---- replica meta: hw, epoch, leader, isr, life -------------------------
+        # ---- replica meta: hw, epoch, leader, isr, life, leading since -----------
         # life: 0 alive; 1 + m crashed, m = next record id at the crash (for write-after-crash)
+        # since: the epoch in which a believed leader's current leadership began (its
+        # delayed produces wait in its purgatory since then); -1 when not leading. Kept
+        # only where acks=all needs it.
         self.n_life = 1 + (mr + 1 if self.kafka and config.crashes > 0 else 0)
+        self.n_since = me + 2 if self.kafka and config.acks == "all" else 1
         self.n_isr = 1 << rf
         self.n_leader = rf + 1
         self.n_meta_epoch = me + 2  # -1..me
-        self.u_life = 1
-        self.u_isr = self.n_life
+        self.u_since = 1
+        self.u_life = self.n_since
+        self.u_isr = self.u_life * self.n_life
         self.u_leader = self.u_isr * self.n_isr
         self.u_epoch = self.u_leader * self.n_leader
         self.u_hw = self.u_epoch * self.n_meta_epoch
@@ -101,14 +106,21 @@ class Layout:
         self.meta_leader: list[int] = []
         self.meta_isr: list[int] = []
         self.meta_life: list[int] = []
-        for hw, ep, ld, isr, life in product(
-            range(ls + 1), range(-1, me + 1), range(-1, rf), range(self.n_isr), range(self.n_life)
+        self.meta_since: list[int] = []
+        for hw, ep, ld, isr, life, since in product(
+            range(ls + 1),
+            range(-1, me + 1),
+            range(-1, rf),
+            range(self.n_isr),
+            range(self.n_life),
+            range(-1, self.n_since - 1),
         ):
             self.meta_hw.append(hw)
             self.meta_epoch.append(ep)
             self.meta_leader.append(ld)
             self.meta_isr.append(isr)
             self.meta_life.append(life)
+            self.meta_since.append(since)
         self.popcount = [bin(m).count("1") for m in range(1 << max(rf, mr))]
 
         self.meta_bits = _bits(self.n_meta - 1)
@@ -145,13 +157,14 @@ class Layout:
         self.state_bits = shift + rf * self.local_bits
 
     # ---- small helpers used off the hot path ------------------------------------
-    def meta_of(self, hw: int, epoch: int, leader: int, isr: int, life: int = 0) -> int:
+    def meta_of(self, hw: int, epoch: int, leader: int, isr: int, life: int = 0, since: int = -1) -> int:
         return (
             hw * self.u_hw
             + (epoch + 1) * self.u_epoch
             + (leader + 1) * self.u_leader
             + isr * self.u_isr
             + life * self.u_life
+            + (since + 1) * self.u_since
         )
 
     def slot_value(self, leader: int, isr: int) -> int:
@@ -173,7 +186,7 @@ class Layout:
         return code % self.n_epochs
 
     def local_info(self) -> "LocalInfo":
-        """Per-local tuples (hw, epoch, leader, isr, log length, log, meta, life), filled on first use."""
+        """Per-local tuples (hw, epoch, leader, isr, log length, log, meta, life, since), filled on first use."""
         return LocalInfo(self)
 
     def local(self, state: int, replica: int) -> int:
@@ -196,7 +209,7 @@ def _id_mask(log: tuple[int, ...], n_epochs: int) -> int:
 
 
 class LocalInfo(dict):
-    """local index -> (hw, epoch, leader, isr, log length, log, meta, life).
+    """local index -> (hw, epoch, leader, isr, log length, log, meta, life, since).
 
     A dict filled on demand rather than a full table: the product of logs and metas
     grows fast with the bounds, while the locals that states reach stay few. A hit is
@@ -220,6 +233,19 @@ class LocalInfo(dict):
             log,
             meta,
             L.meta_life[meta],
+            L.meta_since[meta],
         )
         self[local] = value
         return value
+
+
+def replica_reader(tables: list, shifts: list[int], mask: int):
+    """``f(state) -> (tables[0][local 0], tables[1][local 1], ...)``, unrolled for this rf.
+
+    Why generated code: reading every replica's local is on the hot path of the
+    successor function, the canonicaliser and the properties; an unrolled
+    expression with constant shifts does it without a loop, a zip or a list.
+    """
+    names = {f"t{i}": t for i, t in enumerate(tables)}
+    body = ", ".join(f"t{i}[(s >> {sh}) & {mask}]" for i, sh in enumerate(shifts))
+    return eval(f"lambda s: ({body},)", names)  # noqa: S307 - built from ints and local names only

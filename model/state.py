@@ -28,6 +28,9 @@ class ReplicaState:
     ``leader_epoch`` of a restarted broker is one below the quorum epoch at its
     restart: it ignores requests addressed to its previous incarnation (KIP-380).
     ``crash_mark`` is the next record id at the moment it crashed (None while alive).
+    ``leader_since`` is the epoch in which a believed leader's current leadership began:
+    produce requests it appended since then wait in its purgatory for the HWM (kept by
+    the Kafka model with acks=all; None otherwise).
     """
 
     log: tuple[Record, ...]
@@ -37,6 +40,7 @@ class ReplicaState:
     isr: frozenset[int]
     alive: bool = True
     crash_mark: int | None = None
+    leader_since: int | None = None
 
     @property
     def leo(self) -> int:
@@ -125,6 +129,7 @@ def decode(layout: Layout, state: int) -> PartitionState:
                 isr=_members(L.meta_isr[meta]),
                 alive=life == 0,
                 crash_mark=None if life == 0 else life - 1,
+                leader_since=_opt(L.meta_since[meta]),
             )
         )
     next_epoch = L.f_next_epoch.get(state)
@@ -181,7 +186,8 @@ def encode(layout: Layout, ps: PartitionState) -> int:
         _check(-1 <= _unopt(rs.leader) < L.rf, f"leader of replica {r}")
         _check(all(0 <= m < L.rf for m in rs.isr), f"ISR of replica {r}")
         _check(life < L.n_life, f"liveness of replica {r}")
-        meta = L.meta_of(rs.hw, _unopt(rs.leader_epoch), _unopt(rs.leader), _mask(rs.isr), life)
+        _check(-1 <= _unopt(rs.leader_since) < L.n_since - 1, f"leadership start of replica {r}")
+        meta = L.meta_of(rs.hw, _unopt(rs.leader_epoch), _unopt(rs.leader), _mask(rs.isr), life, _unopt(rs.leader_since))
         state |= ((log << L.meta_bits) | meta) << L.local_shift[r]
     _check(0 <= ps.next_record_id <= L.max_records, "next record id")
     _check(0 <= ps.next_leader_epoch <= L.max_epoch + 1, "next leader epoch")

@@ -19,7 +19,7 @@ from typing import Callable
 
 from .actions import Catalogue
 from .config import Revision
-from .layout import Layout
+from .layout import Layout, replica_reader
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -70,10 +70,12 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     SH = L.local_shift
     LM = L.local_mask
     INFO = L.local_info()
+    read_replicas = replica_reader([INFO] * rf, SH, LM)
     MB = L.meta_bits
     MM = L.meta_mask
     M_HW, M_EP, M_LD, M_ISR, M_LIFE = L.meta_hw, L.meta_epoch, L.meta_leader, L.meta_isr, L.meta_life
-    U_HW, U_EP, U_LD, U_ISR = L.u_hw, L.u_epoch, L.u_leader, L.u_isr
+    U_HW, U_EP, U_LD, U_ISR, U_SINCE = L.u_hw, L.u_epoch, L.u_leader, L.u_isr, L.u_since
+    track_since = L.n_since > 1
     POP = L.popcount
     MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
     NOT_MEMBERS = [tuple(r for r in R if not m >> r & 1) for m in range(L.n_isr)]
@@ -116,16 +118,20 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
 
     # Truncation tables, computed once per (leader log, follower log) pair on demand.
     logs = L.logs
-    fnm_cache: dict[int, int] = {}
+    class TruncationCache(dict):
+        """leader log * n_logs + follower log -> KIP-279 truncation point, filled on demand."""
 
-    def fnm(leader_log: int, follower_log: int) -> int:
-        key = leader_log * NLOGS + follower_log
-        v = fnm_cache.get(key)
-        if v is None:
-            v = fnm_cache[key] = first_nonmatching_offset(logs[leader_log], logs[follower_log])
-        return v
+        def __missing__(self, key: int) -> int:
+            v = self[key] = first_nonmatching_offset(logs[key // NLOGS], logs[key % NLOGS])
+            return v
+
+    FNM = TruncationCache()
 
     LOOKUP101 = [kip101_lookup(logs[g], e, NE) for g in range(NLOGS) for e in range(NE)]
+    # offset where a leader's epoch e starts in its log: its first record of epoch >= e, else its end
+    EPOCH_START = [
+        next((o for o, c in enumerate(logs[g]) if c % NE >= e), len(logs[g])) for g in range(NLOGS) for e in range(NE)
+    ]
 
     A_ELECT = cat.base["ControllerElectLeader"]
     A_CSHRINK = cat.base["ControllerShrinkIsr"]
@@ -137,6 +143,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     A_EXPAND = cat.base["LeaderExpandIsr"]
     A_FETCH = cat.base["FollowerFetch"]
     A_UNCLEAN = cat.base.get("ControllerUncleanElect", -1)
+    A_FAILOVER = cat.base.get("ControllerFailover", -1)
     A_CRASH = cat.base.get("BrokerCrash", -1)
     A_DISK = cat.base.get("BrokerCrashDiskLoss", -1)
     A_RESTART = cat.base.get("BrokerRestart", -1)
@@ -165,6 +172,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             qlead = SLOT_LEADER[slots[-1]] if nle else -1
             qep = nle - 1
             ctrl: list[tuple[int, int, int]] = []  # (action, delta, replica that must be alive or -1)
+            leader_down: tuple[int, int, int] | None = None  # Kafka: (action, delta, ISR that must all be down)
             unclean_moves: list[tuple[int, int, int]] = []
             if nle <= ME:
                 base = NLE_UNIT
@@ -186,14 +194,34 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                             continue  # the last ISR member stays in the ISR (ZooKeeper-era Kafka)
                     else:
                         continue
-                    ctrl.append((A_CSHRINK + r, base + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), -1))
+                    move = (A_CSHRINK + r, base + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), -1)
+                    if kafka_rules and qlead == r:
+                        # Kafka leaves a partition leaderless only when no other ISR member is
+                        # alive; otherwise its failover elects one in the same step (below)
+                        leader_down = (move[0], move[1], qisr & ~bit)
+                    else:
+                        ctrl.append(move)
+                if kafka_rules and qlead >= 0:
+                    # Kafka's failover: the controller sees the leader fail and, in the same
+                    # LeaderAndIsr, elects a live ISR member and drops the old leader
+                    ni = qisr & ~(1 << qlead)
+                    for r in MEMBERS[ni]:
+                        ctrl.append((A_FAILOVER + r, base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), r))
                 if unclean:
                     for r in R:
                         ni = 1 << r
                         d = base + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)
                         unclean_moves.append((A_UNCLEAN + r, d, r))
-            leader_reqs = tuple((SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in enumerate(slots) if SLOT_LEADER[v] >= 0)
-            value = (qisr, nle, qlead, qep, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr], leader_reqs)
+            # The last ISR member that the controller has just failed as leader (the ISR keeps
+            # it): the controller counts it as down, so an unclean election may pass it by.
+            deposed = -1
+            if nle >= 2 and qlead < 0 and SLOT_LEADER[slots[-2]] >= 0 and qisr == 1 << SLOT_LEADER[slots[-2]]:
+                deposed = SLOT_LEADER[slots[-2]]
+            # newest first: a replica applies only requests above its epoch, so scans stop early
+            leader_reqs = tuple(
+                (SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in reversed(list(enumerate(slots))) if SLOT_LEADER[v] >= 0
+            )
+            value = (qisr, nle, qlead, qep, tuple(ctrl), leader_down, tuple(unclean_moves), MEMBERS[qisr], leader_reqs, deposed)
             self[key] = value
             return value
 
@@ -205,32 +233,49 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         out: list[tuple[int, int]] = []
         app = out.append
         nid = (s >> NID_SH) & NID_M
-        qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs = QUORUM[(s >> CTRL_SH) & CTRL_M]
-        hw, ep, ld, isr, ln, lg, meta, life = zip(*[INFO[(s >> sh) & LM] for sh in SH])
+        qisr, nle, qlead, qep, ctrl, leader_down, unclean_moves, qmembers, leader_reqs, deposed = QUORUM[
+            (s >> CTRL_SH) & CTRL_M
+        ]
+        hw, ep, ld, isr, ln, lg, meta, life, since = zip(*read_replicas(s))
 
         # ---- controller: elect, shrink (failure detection), unclean elect ----------
         for a, d, need in ctrl:
             if need < 0 or not life[need]:
                 app((a, s + d))
-        if unclean_moves:
-            for r in qmembers:
+        if leader_down is not None:
+            a, d, others = leader_down
+            for r in MEMBERS[others]:
                 if not life[r]:
                     break
             else:
+                app((a, s + d))
+        if unclean_moves:
+            for r in qmembers:
+                if not life[r] and r != deposed:
+                    break  # a live ISR member the controller counts: only a clean election
+            else:
                 for a, d, r in unclean_moves:
-                    if not life[r]:
+                    if not life[r] and r != deposed:
                         app((a, s + d))
 
         # ---- BecomeLeader: a replica applies a newer request naming itself ----------
+        oldest = min(ep)
         for r, e, ni in leader_reqs:
+            if e <= oldest:
+                break
             if e > ep[r] and not life[r]:
-                t = s + (((e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR) << SH[r])
+                dmeta = (e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                if track_since and ld[r] != r:
+                    dmeta += (e - since[r]) * U_SINCE  # a new leadership: its purgatory starts empty
+                t = s + (dmeta << SH[r])
                 if kafka:
                     t = expose(t, PREFIX_IDS[lg[r] * LS1 + hw[r]], r == qlead and e == qep)
                 app((A_BLEAD + r * NEP1 + e, t))
 
         # ---- BecomeFollower: apply a newer request naming another leader, truncate --
         for lead, e, ni in leader_reqs:
+            if e <= oldest:
+                break
             if fenced and (ld[lead] != lead or ep[lead] != e):
                 continue
             if kafka and not hw_trunc and life[lead]:
@@ -239,7 +284,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 if r == lead or e <= ep[r] or life[r]:
                     continue
                 if fenced:
-                    to = fnm(lg[lead], lg[r])
+                    to = FNM[lg[lead] * NLOGS + lg[r]]
                 elif hw_trunc:
                     to = hw[r]
                 elif ln[r] == 0:
@@ -249,12 +294,14 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if to < 0:
                         to = hw[r]
                 else:
-                    to = fnm(lg[lead], lg[r])
+                    to = FNM[lg[lead] * NLOGS + lg[r]]
                 if to > ln[r]:
                     continue  # the specification disables a truncation past the log end
                 ng = LOG_TRUNC[lg[r] * LS1 + to]
                 nh = to if to < hw[r] else hw[r]
                 dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                if track_since:
+                    dmeta -= (since[r] + 1) * U_SINCE  # NotLeader: the pending produces fail
                 app((A_BFOLLOW + (r * rf + lead) * NEP1 + e, s + ((((ng - lg[r]) << MB) + dmeta) << SH[r])))
 
         # ---- LeaderWrite: a believed leader appends a record stamped with its epoch --
@@ -298,8 +345,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if kafka:
                 if acks_all and h < ln[r]:
                     code = LOG_REC_AT[lg[r] * LS + h]
-                    if code % NE == ep[r] and POP[isr[r]] >= min_isr:
-                        t += (1 << (code // NE)) << AK_SH  # the delayed produce completes
+                    if code % NE >= since[r] and POP[isr[r]] >= min_isr:
+                        # appended during this leadership: its delayed produce completes (with
+                        # a smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
+                        t += (1 << (code // NE)) << AK_SH
                 t = expose(t, PREFIX_IDS[lg[r] * LS1 + h + 1], r == qlead and ep[r] == qep)
             app((A_INCHW + r, t))
 
@@ -322,7 +371,12 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             for f in NOT_MEMBERS[ci]:
                 if ld[f] != r:
                     continue
-                if fenced:
+                if fenced and kafka_rules:
+                    # Kafka 2.1+: the follower's log end has reached the HWM and the start of
+                    # the leader's epoch (Partition.isFollowerInSync)
+                    if ep[f] != ep[r] or ln[f] < h or ln[f] < EPOCH_START[lg[r] * NE + ep[r]]:
+                        continue
+                elif fenced:
                     if ep[f] != ep[r] or (h > 0 and h > ln[f]):
                         continue
                     if h != end and not (h < end and LOG_REC_AT[lg[r] * LS + h] % NE == ep[r]):

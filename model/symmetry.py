@@ -18,7 +18,7 @@ from __future__ import annotations
 from itertools import permutations, product
 from math import factorial
 
-from .layout import Layout
+from .layout import Layout, replica_reader
 
 
 class Symmetry:
@@ -59,6 +59,7 @@ class Symmetry:
                     p[L.meta_leader[m]] if L.meta_leader[m] >= 0 else -1,
                     relabel_mask(p, L.meta_isr[m]),
                     L.meta_life[m],
+                    L.meta_since[m],
                 )
                 for m in range(L.n_meta)
             ]
@@ -66,8 +67,6 @@ class Symmetry:
         ]
         # Identity-free signature of a replica's meta, per position: the leader only as
         # none/self/other, the ISR only as (contains self, size).
-        sig_bits = L.meta_bits + 4
-        self.sig_shift = sig_bits
         self.sig_meta = []
         for r in range(rf):
             table = []
@@ -78,8 +77,9 @@ class Symmetry:
                 code = (
                     ((L.meta_hw[m] * L.n_meta_epoch + L.meta_epoch[m] + 1) * 3 + rel) * 2 + (isr >> r & 1)
                 ) * (rf + 1) + L.popcount[isr]
-                table.append(code * L.n_life + L.meta_life[m])
+                table.append((code * L.n_life + L.meta_life[m]) * L.n_since + L.meta_since[m] + 1)
             self.sig_meta.append(table)
+        self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
         self.full_group = factorial(rf)
         self._build()
 
@@ -100,23 +100,52 @@ class Symmetry:
         ISR_PERM = self.isr_perm
         SLOT_PERM = self.slot_perm
         NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
-        keep_shared = SHM & ~(QI_M << QI_SH)
-        for sh in SLOT_SH:
-            keep_shared &= ~(SLOT_M << sh)
+        CTRL_SH, CTRL_M = L.controller_shift, L.controller_mask
+        keep_shared = SHM & ~(CTRL_M << CTRL_SH)
 
-        def apply(s: int, order: tuple[int, ...], metas: list[int], logs: list[int]) -> int:
+        class ControllerPerm(dict):
+            """controller bits (quorum ISR, next epoch, request slots) -> relabelled, per relabelling."""
+
+            def __init__(self, k: int) -> None:
+                super().__init__()
+                self.k = k
+
+            def __missing__(self, ctrl: int) -> int:
+                k, s = self.k, ctrl << CTRL_SH
+                out = ISR_PERM[k][(s >> QI_SH) & QI_M] << QI_SH | ((s >> NLE_SH) & NLE_M) << NLE_SH
+                for e in range((s >> NLE_SH) & NLE_M):
+                    out |= SLOT_PERM[k][(s >> SLOT_SH[e]) & SLOT_M] << SLOT_SH[e]
+                v = self[ctrl] = out >> CTRL_SH
+                return v
+
+        class LocalPerm(dict):
+            """replica local -> relabelled local, per relabelling (logs keep their records)."""
+
+            def __init__(self, k: int) -> None:
+                super().__init__()
+                self.mp = META_PERM[k]
+
+            def __missing__(self, local: int) -> int:
+                v = self[local] = (local & ~MM) | self.mp[local & MM]
+                return v
+
+        ctrl_perms = [ControllerPerm(k) for k in range(len(self.perms))]
+        local_perms = [LocalPerm(k) for k in range(len(self.perms))]
+        raw_locals = eval(  # noqa: S307 - unrolled from ints only, like layout.replica_reader
+            "lambda s: (" + ", ".join(f"(s >> {sh}) & {LM}" for sh in SH) + ",)"
+        )
+
+        def apply(s: int, order: tuple[int, ...], locs: tuple[int, ...]) -> int:
             k = PERM_INDEX[order]
-            mp = META_PERM[k]
-            out = (s & keep_shared) | (ISR_PERM[k][(s >> QI_SH) & QI_M] << QI_SH)
-            sp = SLOT_PERM[k]
-            for e in range((s >> NLE_SH) & NLE_M):
-                out |= sp[(s >> SLOT_SH[e]) & SLOT_M] << SLOT_SH[e]
+            lp = local_perms[k]
+            out = (s & keep_shared) | (ctrl_perms[k][(s >> CTRL_SH) & CTRL_M] << CTRL_SH)
             for j in R:
-                old = order[j]
-                out |= ((logs[old] << MB) | mp[metas[old]]) << SH[j]
+                out |= lp[locs[order[j]]] << SH[j]
             return out
 
         sig_tables = [_SigTable(SIG[r], SIG_SH, MB, MM) for r in R]
+        signatures = replica_reader(sig_tables, SH, LM)
+        in_order = eval("lambda g: " + " < ".join(f"g[{i}]" for i in range(rf)) if rf > 1 else "lambda g: True")  # noqa: S307
 
         def orders(s: int, sig: list[int]) -> list[tuple[int, ...]]:
             order = tuple(sorted(R, key=sig.__getitem__))
@@ -132,27 +161,24 @@ class Symmetry:
             choices = [list(permutations(g)) for g in groups]
             return [tuple(x for part in combo for x in part) for combo in product(*choices)]
 
-        def split(s: int) -> tuple[list[int], list[int]]:
-            return [(s >> SH[r]) & MM for r in R], [((s >> SH[r]) & LM) >> MB for r in R]
-
         def canonical(s: int) -> int:
-            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
-            if sig == sorted(sig) and len(set(sig)) == rf:
-                return s  # already sorted with no ties: the state is its own representative
+            sig = signatures(s)
+            if in_order(sig):
+                return s  # strictly sorted, so no ties: the state is its own representative
             cands = orders(s, sig)
-            metas, logs = split(s)
+            locs = raw_locals(s)
             if len(cands) == 1:
-                return apply(s, cands[0], metas, logs)
-            return min(apply(s, o, metas, logs) for o in cands)
+                return apply(s, cands[0], locs)
+            return min(apply(s, o, locs) for o in cands)
 
         def orbit_size(s: int) -> int:
             """|orbit| = |group| / |stabiliser|; only tie-preserving relabellings can fix s."""
-            sig = [t[(s >> sh) & LM] for t, sh in zip(sig_tables, SH)]
+            sig = signatures(s)
             if len(set(sig)) == rf:
                 return self.full_group
             cands = orders(s, sig)
-            metas, logs = split(s)
-            images = {apply(s, o, metas, logs) for o in cands}
+            locs = raw_locals(s)
+            images = {apply(s, o, locs) for o in cands}
             return self.full_group * len(images) // len(cands)
 
         self._apply = apply
@@ -165,9 +191,7 @@ class Symmetry:
         for old, new in enumerate(perm):
             order[new] = old
         L = self.layout
-        metas = [(state >> L.local_shift[r]) & L.meta_mask for r in range(self.rf)]
-        logs = [L.local(state, r) >> L.meta_bits for r in range(self.rf)]
-        return self._apply(state, tuple(order), metas, logs)
+        return self._apply(state, tuple(order), tuple(L.local(state, r) for r in range(self.rf)))
 
 
 class _SigTable(dict):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 from isrcheck.model import ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model.layout import replica_reader
 
 Predicate = Callable[[int], bool]
 Expectation = Literal["always", "sometimes"]
@@ -42,12 +43,20 @@ def _agree_below(ps: PartitionState, r1: int, r2: int, hw: int) -> bool:
     return hw <= len(a) and hw <= len(b) and a[:hw] == b[:hw]
 
 
+def electable(ps: PartitionState, isr: frozenset[int], strong: bool) -> frozenset[int]:
+    """ISR members that could take over: live ones. A crashed broker is not elected, and
+    restarts only after the controller removed it from the ISR (KIP-380), unless it is
+    the last member, which stays electable (so it counts for strong-isr)."""
+    live = frozenset(r for r in isr if ps.replicas[r].alive)
+    return isr if strong and len(isr) == 1 else live
+
+
 def _isr_ref(strong: bool) -> Callable[[PartitionState], bool]:
     def check(ps: PartitionState) -> bool:
         for r1, rs in enumerate(ps.replicas):
             if rs.leader != r1 or rs.hw == 0:
                 continue
-            members = ps.quorum.isr if strong else rs.isr
+            members = electable(ps, ps.quorum.isr if strong else rs.isr, strong)
             if not all(_agree_below(ps, r1, r2, rs.hw) for r2 in members):
                 return False
         return True
@@ -90,8 +99,11 @@ def _read_within_hwm_ref(ps: PartitionState) -> bool:
 
 def _leader_failover_ref(ps: PartitionState) -> bool:
     leader = ps.true_leader()
-    return leader is not None and any(
-        req.leader is not None and req.leader != leader for req in ps.requests
+    if leader is None:
+        return False
+    writer = {req.leader_epoch: req.leader for req in ps.requests}
+    return any(
+        rec.id in ps.committed and writer.get(rec.epoch) != leader for rec in ps.replicas[leader].log
     )
 
 
@@ -117,6 +129,16 @@ class _Tables:
         self.info = L.local_info()
         self._last: int | None = None
         self._last_ids = -1
+        self._last_infos_of: int | None = None
+        self._last_infos: tuple[tuple[int, ...], ...] = ()
+        self._read = replica_reader([self.info] * L.rf, L.local_shift, L.local_mask)
+
+    def infos(self, s: int) -> tuple[tuple[int, ...], ...]:
+        """Per-replica info tuples of a state, remembered for the next predicate of the same state."""
+        if s is not self._last_infos_of:
+            self._last_infos = self._read(s)
+            self._last_infos_of = s
+        return self._last_infos
 
     @staticmethod
     def of(model: ReplicationModel) -> "_Tables":
@@ -138,7 +160,7 @@ class _Tables:
         if nle:
             q = L.slot_leader((s >> L.f_slots[nle - 1].shift) & L.f_slots[nle - 1].mask)
             if q >= 0:
-                hw, ep, ld, isr, ln, lg, meta, life = self.info[(s >> L.local_shift[q]) & L.local_mask]
+                hw, ep, ld, isr, ln, lg, meta, life, since = self.info[(s >> L.local_shift[q]) & L.local_mask]
                 if ld == q and ep == nle - 1:
                     ids = L.log_ids[lg]
         self._last, self._last_ids = s, ids
@@ -149,19 +171,25 @@ def _isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
     def build(model: ReplicationModel) -> Predicate:
         T = _Tables.of(model)
         L = T.L
-        PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
+        PREFIX, LS1 = T.prefix, T.ls1
         QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
         R = range(L.rf)
         MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
-        SH, LM = L.local_shift, L.local_mask
+        POP = L.popcount
+        crashes = L.n_life > 1
+
+        infos_of = T.infos
 
         def holds(s: int) -> bool:
-            infos = [INFO[(s >> sh) & LM] for sh in SH]
+            infos = infos_of(s)
             for r1 in R:
-                h, _, ld, cached, _, lg, _, _ = infos[r1]
+                h, _, ld, cached, _, lg, _, _, _ = infos[r1]
                 if ld != r1 or h == 0:
                     continue
-                members = MEMBERS[(s >> QI_SH) & QI_M if strong else cached]
+                mask = (s >> QI_SH) & QI_M if strong else cached
+                members = MEMBERS[mask]
+                if crashes and not (strong and POP[mask] == 1):
+                    members = [m for m in members if not infos[m][7]]  # live members (see electable)
                 p = PREFIX[lg * LS1 + h]
                 if p < 0:
                     if members:
@@ -198,12 +226,13 @@ def _leader_in_isr_compiled(model: ReplicationModel) -> Predicate:
 def _log_matching_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L = T.L
-    PREFIX, LS1, INFO = T.prefix, T.ls1, T.info
-    SH, LM = L.local_shift, L.local_mask
+    PREFIX, LS1 = T.prefix, T.ls1
     pairs = [(a, b) for a in range(L.rf) for b in range(a + 1, L.rf)]
 
+    infos_of = T.infos
+
     def holds(s: int) -> bool:
-        infos = [INFO[(s >> sh) & LM] for sh in SH]
+        infos = infos_of(s)
         for a, b in pairs:
             ia, ib = infos[a], infos[b]
             h = ia[0] if ia[0] < ib[0] else ib[0]
@@ -249,15 +278,17 @@ def _leader_failover_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L = T.L
     NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
+    CM = L.f_committed
+    NE = L.n_epochs
 
     def holds(s: int) -> bool:
-        if T.leader_log_ids(s) < 0:
+        committed = (s >> CM.shift) & CM.mask
+        if not committed or T.leader_log_ids(s) < 0:
             return False
         nle = (s >> NLE_SH) & NLE_M
         q = L.slot_leader(L.f_slots[nle - 1].get(s))
-        for e in range(nle - 1):
-            other = L.slot_leader(L.f_slots[e].get(s))
-            if other >= 0 and other != q:
+        for code in L.logs[T.infos(s)[q][5]]:
+            if committed >> (code // NE) & 1 and L.slot_leader(L.f_slots[code % NE].get(s)) != q:
                 return True
         return False
 
@@ -354,7 +385,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property(
         "leader-failover",
         "sometimes",
-        "a different broker becomes the true leader after an earlier leader",
+        "a broker takes over as true leader holding a committed record written under an earlier leader",
         _kafka,
         _leader_failover_ref,
         _leader_failover_compiled,

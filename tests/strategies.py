@@ -1,6 +1,11 @@
 """Hypothesis strategies for type-correct states: every field within its bounds,
 reachable or not, so that predicates and encodings are tested beyond what the
-search happens to reach."""
+search happens to reach.
+
+Two structural facts of every reachable state are kept, because the actions are
+only defined where they hold (the specification's records need an epoch): a
+replica that names a leader has a leader epoch, and a crashed broker holds no
+partition state in memory."""
 
 from __future__ import annotations
 
@@ -23,14 +28,17 @@ def partition_states(config: ModelConfig):
     @st.composite
     def replica(draw):
         alive = draw(st.booleans()) if kafka and config.crashes else True
+        leader = draw(opt_replica) if alive else None
+        epoch = draw(st.integers(0, me) if leader is not None else opt_epoch) if alive else None
         return ReplicaState(
             log=tuple(draw(st.lists(records, max_size=ls))),
             hw=draw(st.integers(0, ls)),
-            leader_epoch=draw(opt_epoch),
-            leader=draw(opt_replica),
-            isr=draw(replica_sets(rf)),
+            leader_epoch=epoch,
+            leader=leader,
+            isr=draw(replica_sets(rf)) if alive else frozenset(),
             alive=alive,
             crash_mark=None if alive else draw(st.integers(0, mr)),
+            leader_since=draw(opt_epoch) if alive and kafka and config.acks == "all" else None,
         )
 
     @st.composite

@@ -52,6 +52,7 @@ def _state_to_itf(ps: PartitionState, kafka: bool) -> dict[str, Any]:
         if kafka:
             d["alive"] = rs.alive
             d["crashMark"] = _opt(rs.crash_mark, -1)
+            d["leaderSince"] = _opt(rs.leader_since, -1)
         return d
 
     def quorum(q: QuorumState | Request) -> dict[str, Any]:
@@ -221,6 +222,7 @@ def _state_from_itf(st: dict[str, Any], config: ModelConfig) -> PartitionState:
                 isr=_ints(rs["isr"]),
                 alive=alive,
                 crash_mark=_opt_int(rs.get("crashMark", -1), -1),
+                leader_since=_opt_int(rs.get("leaderSince", -1), -1),
             )
         )
     q = st["quorumState"]

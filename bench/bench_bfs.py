@@ -1,0 +1,70 @@
+"""Benchmark of the explicit engine: states/s and bytes per state, per configuration.
+
+    python bench/bench_bfs.py            # every configuration below
+    python bench/bench_bfs.py kip320-rf3  # one by name
+
+Each configuration runs in a fresh interpreter so that peak memory is its own;
+bytes per state is (peak RSS - the RSS of an interpreter that imported isrcheck
+and built the model) / distinct states. TLC's figure for the kip-320 rf 3 space
+on our 2-core machines is about 57 s for 737,794 states (1,967,560 generated).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CONFIGS = {
+    "kip320-rf2": ["--core", "--protocol", "kip-320", "--rf", "2", "--no-symmetry", "--continue"],
+    "hwtrunc-rf2": ["--core", "--protocol", "hw-truncation", "--rf", "2", "--no-symmetry", "--continue"],
+    "kip101-rf2": ["--core", "--protocol", "kip-101", "--rf", "2", "--no-symmetry", "--continue"],
+    "kip279-rf2": ["--core", "--protocol", "kip-279", "--rf", "2", "--no-symmetry", "--continue"],
+    "kip320-rf3": ["--core", "--protocol", "kip-320", "--rf", "3", "--no-symmetry", "--continue"],
+    "kip320-rf3-sym": ["--core", "--protocol", "kip-320", "--rf", "3", "--symmetry", "--continue"],
+    "main-job": ["--rf", "3", "--min-isr", "2"],
+}
+
+CHILD = r"""
+import json, resource, sys, time
+from click.core import ParameterSource
+from isrcheck.checker import CheckOptions
+from isrcheck.checker.engine import current_rss
+from isrcheck.cli.check_model import main, model_config_from
+from isrcheck.cli.runner import CheckRun, run_check
+from isrcheck.model import ReplicationModel
+
+ctx = main.make_context("check-model", sys.argv[1:])
+p = ctx.params
+config = model_config_from(p, {k for k in p if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE})
+ReplicationModel(config).symmetry  # imports and tables in place before the baseline is read
+baseline = current_rss()
+t = time.perf_counter()
+run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None)
+s = run_check(run).result.stats
+wall = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
+                      wall=wall, peak=peak, baseline=baseline)))
+"""
+
+
+def run(name: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, *CONFIGS[name]], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(CONFIGS)
+    print(f"{'config':<16}{'distinct':>11}{'(full)':>12}{'generated':>11}{'depth':>6}{'wall s':>8}"
+          f"{'states/s':>10}{'peak MiB':>9}{'B/state':>8}")
+    for name in names:
+        r = run(name)
+        per_state = (r["peak"] - r["baseline"]) / r["states"]
+        full = f"{r['full']:,}" if r["full"] else ""
+        print(f"{name:<16}{r['states']:>11,}{full:>12}{r['generated']:>11,}{r['depth']:>6}{r['wall']:>8.2f}"
+              f"{r['states'] / r['wall']:>10,.0f}{r['peak'] / 2**20:>9.0f}{per_state:>8.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,384 @@
+"""Suite files: many checks with their expected verdicts, validated before anything runs.
+
+A suite is a TOML file (docs/ci.md has the full reference)::
+
+    name = "production settings"            # optional; the JUnit test-suite name
+    [defaults]                              # shared by every check
+    rf = 3
+    [[check]]
+    name = "rf 3, min-isr 2, acks=all"
+    min-isr = 2                             # any check-model option, same name and rules
+    properties = ["acked-survive", "write-after-crash"]   # default: the expected ones
+    expect = { acked-survive = "holds", write-after-crash = "witnessed" }
+    [[check.when]]                          # expectations for part of a matrix
+    acks = "1"
+    expect = { acked-survive = "violated-within 7" }
+
+A list value on an option (``min-isr = [1, 2, 3]``) makes the check a matrix:
+it expands into one check per element of the cross product of its lists.
+Every option value goes through check-model's own click option (its type, its
+choices, its callback) and every configuration through ``check_run_from``, so a
+suite accepts exactly what check-model accepts. Errors name the file, the line,
+what is wrong and what is allowed; the command exits 2 before running anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from isrcheck.cli.common import UsageFailure
+from isrcheck.cli.runner import CheckRun, config_slug
+from isrcheck.properties import BY_NAME, NAMES, UnknownProperty, select
+
+from .tomllines import key_lines, line_of
+
+SUITE_KEYS = ("name", "description", "defaults", "check")
+CHECK_KEYS = ("name", "description", "properties", "expect", "when")
+# check-model options that belong to the check-suite command line, not to one check
+COMMAND_LINE_ONLY = {
+    "trace-dir": "use check-suite --trace-dir",
+    "format": "use check-suite --junit, --report or --markdown",
+    "progress": "use check-suite --progress",
+    "junit": "use check-suite --junit",
+    "checkpoint": "checkpoints are for one long check-model run",
+    "checkpoint-every": "checkpoints are for one long check-model run",
+    "resume": "checkpoints are for one long check-model run",
+}
+ALWAYS_WORDS = "holds, violated, violated-within N"
+SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
+_VERDICT = re.compile(r"(holds|violated|witnessed|never)(?:-within\s+(\d+))?")
+
+
+class SuiteError(UsageFailure):
+    """A malformed suite: one line, ``FILE:LINE: what is wrong; what is allowed``."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An expected verdict: ``status`` is the engine's word (holds|violated), ``within`` a bound in states."""
+
+    text: str
+    status: str
+    within: int | None
+    line: int
+
+
+@dataclass(frozen=True)
+class SuiteCheck:
+    name: str
+    run: CheckRun  # trace_dir is set when the suite runs
+    expect: dict[str, Expected]  # property -> expectation; checked properties without one are recorded
+    line: int
+    axes: tuple[tuple[str, Any], ...] = ()  # the matrix values of this expansion, by option key
+    description: str = ""
+
+    @property
+    def properties(self) -> tuple[str, ...]:
+        return self.run.properties
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    checks: tuple[SuiteCheck, ...]
+    description: str = ""
+
+
+def load_suite(path: Path) -> Suite:
+    """Read, validate and expand a suite file; raise SuiteError on the first problem."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageFailure(f"cannot read suite file {path}: {getattr(e, 'strerror', None) or e}") from None
+    return parse_suite(text, Path(path))
+
+
+def parse_suite(text: str, path: Path) -> Suite:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        line = int(m.group(1)) if m else 1
+        raise SuiteError(f"{path}:{line}: invalid TOML: {re.sub(r' [(]at .*[)]$', '', str(e))}") from None
+    return _Loader(path, key_lines(text)).load(data)
+
+
+def option_keys() -> dict[str, click.Option]:
+    """Suite key -> check-model's click option: the long option name without its dashes."""
+    from .check_model import main
+
+    out = {}
+    for p in main.params:
+        key = p.opts[0].lstrip("-") if isinstance(p, click.Option) else ""
+        if key and key != "property" and key not in COMMAND_LINE_ONLY:
+            out[key] = p
+    return out
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class _Loader:
+    def __init__(self, path: Path, lines: dict) -> None:
+        from .check_model import main
+
+        self.path = path
+        self.lines = lines
+        self.options = option_keys()
+        self.ctx = click.Context(main)
+        self.base = main.make_context("check-model", []).params
+
+    def error(self, where: tuple, message: str) -> SuiteError:
+        return SuiteError(f"{self.path}:{line_of(self.lines, where)}: {message}")
+
+    # ---- the file -------------------------------------------------------------
+
+    def load(self, data: dict) -> Suite:
+        for key in data:
+            if key not in SUITE_KEYS:
+                raise self.error((key,), f"unknown key {key!r} at the top of the suite{_suggest(key, SUITE_KEYS)}; "
+                                          f"allowed: {', '.join(SUITE_KEYS)}")
+        name = self.text(data, "name", (), default=self.path.stem)
+        description = self.text(data, "description", (), default="")
+        defaults = data.get("defaults", {})
+        if not isinstance(defaults, dict):
+            raise self.error(("defaults",), "defaults must be a table: [defaults]")
+        default_values, default_props = self.defaults(defaults)
+        tables = data.get("check")
+        if not tables:
+            raise self.error(("check",), "the suite has no checks; add a [[check]] table")
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise self.error(("check",), "check must be an array of tables: [[check]]")
+        checks: list[SuiteCheck] = []
+        seen: dict[str, int] = {}
+        for i, table in enumerate(tables):
+            for check in self.expand(i, table, default_values, default_props):
+                if check.name in seen:
+                    raise self.error(("check", i), f"check name {check.name!r} is used twice "
+                                                   f"(first at line {seen[check.name]}); names must be unique")
+                seen[check.name] = check.line
+                checks.append(check)
+        return Suite(self.path, name, tuple(checks), description)
+
+    def text(self, table: dict, key: str, where: tuple, default: str) -> str:
+        value = table.get(key, default)
+        if not isinstance(value, str):
+            raise self.error(where + (key,), f"{key} must be a string, not {_show(value)}")
+        return value
+
+    def defaults(self, table: dict) -> tuple[dict[str, Any], Any]:
+        values: dict[str, Any] = {}
+        for raw, value in table.items():
+            if raw == "properties":
+                continue
+            key = self.option_key(raw, ("defaults",), "[defaults]", ("properties",), values)
+            if isinstance(value, list):
+                raise self.error(("defaults", raw), f"defaults take one value each, not a list: "
+                                                    f"put the matrix {raw} = [...] in a [[check]]")
+            values[key] = self.convert(key, value, ("defaults", raw))
+        return values, table.get("properties")
+
+    def option_key(self, raw: str, where: tuple, place: str, extra: tuple, seen: dict) -> str:
+        """The suite key for ``raw`` (underscores read as dashes), or an error listing what is allowed."""
+        key = raw.replace("_", "-")
+        if key in COMMAND_LINE_ONLY:
+            raise self.error(where + (raw,), f"{raw} is not set per check: {COMMAND_LINE_ONLY[key]}")
+        if key not in self.options:
+            allowed = list(extra) + list(self.options)
+            raise self.error(where + (raw,), f"unknown key {raw!r} in {place}{_suggest(key, allowed)}; "
+                                             f"allowed: {', '.join(allowed)}")
+        if key in seen:
+            raise self.error(where + (raw,), f"{key} is given twice in {place} (as {key} and {key.replace('-', '_')})")
+        return key
+
+    def convert(self, key: str, value: Any, where: tuple) -> Any:
+        """A TOML value through check-model's own option: its type, choices and callback."""
+        opt = self.options[key]
+        kind = opt.type
+        if opt.is_flag:
+            ok = isinstance(value, bool)
+            wanted = "true or false"
+        elif isinstance(kind, click.types.IntParamType):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            wanted = "a whole number"
+        elif isinstance(kind, click.Choice):
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            ok = isinstance(value, str)
+            wanted = "one of " + ", ".join(repr(c) for c in kind.choices)
+        else:
+            ok = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            value = str(value) if ok else value
+            wanted = "a string"
+        if not ok:
+            raise self.error(where, f"{key} must be {wanted}, not {_show(value)}")
+        try:
+            return opt.process_value(self.ctx, value)
+        except click.BadParameter as e:
+            raise self.error(where, f"{key}: {e.message}") from None
+
+    # ---- one [[check]] table ----------------------------------------------------
+
+    def expand(self, i: int, table: dict, defaults: dict, default_props: Any) -> list[SuiteCheck]:
+        where = ("check", i)
+        scalars: dict[str, Any] = {}
+        axes: dict[str, list[Any]] = {}
+        raw_of: dict[str, str] = {}
+        place = f"check {table['name']!r}" if isinstance(table.get("name"), str) else f"[[check]] number {i + 1}"
+        for raw, value in table.items():
+            if raw in CHECK_KEYS:
+                continue
+            key = self.option_key(raw, where, place, CHECK_KEYS, raw_of)
+            raw_of[key] = raw
+            if isinstance(value, list):
+                if not value:
+                    raise self.error(where + (raw,), f"{raw} = []: a matrix list needs at least one value")
+                converted = [self.convert(key, v, where + (raw,)) for v in value]
+                if len(set(map(repr, converted))) != len(converted):
+                    raise self.error(where + (raw,), f"{raw} lists a value twice")
+                axes[key] = converted
+            else:
+                scalars[key] = self.convert(key, value, where + (raw,))
+        name = self.text(table, "name", where, default="")
+        description = self.text(table, "description", where, default="")
+        expect = self.expect_table(table.get("expect", {}), where + ("expect",))
+        whens = self.when_blocks(table.get("when", []), where, place)
+        matched = [False] * len(whens)
+        checks = []
+        for combo in itertools.product(*axes.values()):
+            chosen = dict(zip(axes, combo))
+            values = {**defaults, **scalars, **chosen}
+            suffix = " [" + ", ".join(f"{k}={_show(v)}" for k, v in chosen.items()) + "]" if chosen else ""
+            run = self.check_run(values, set(scalars) | set(axes), where, raw_of, place + suffix)
+            merged = dict(expect)
+            for j, (conditions, when_expect) in enumerate(whens):
+                if all(self.value(values, k) in allowed for k, allowed in conditions.items()):
+                    matched[j] = True
+                    merged.update(when_expect)
+            label = name + suffix if name else config_slug(run.config) + (f"-{run.engine}" if run.engine != "bfs" else "")
+            props_value = table.get("properties", default_props)
+            props_where = where + ("properties",) if "properties" in table else ("defaults", "properties")
+            run = replace(run, properties=self.properties(run, props_value, props_where, merged, place + suffix))
+            expected = {p: self.expected(p, text, line) for p, (text, line) in merged.items()}
+            checks.append(SuiteCheck(label, run, expected, line_of(self.lines, where),
+                                     tuple(chosen.items()), description))
+        for j, hit in enumerate(matched):
+            if not hit:
+                raise self.error(where + ("when", j), f"this [[check.when]] matches no configuration of {place}")
+        return checks
+
+    def value(self, values: dict, key: str) -> Any:
+        return values.get(key, self.base[self.options[key].name])
+
+    def check_run(self, values: dict, explicit_keys: set, where: tuple, raw_of: dict, label: str) -> CheckRun:
+        params = dict(self.base)
+        for key, value in values.items():
+            params[self.options[key].name] = value
+        params["properties"] = ()
+        params["trace_dir"] = None
+        explicit = {self.options[k].name for k in explicit_keys}
+        from .check_model import check_run_from
+
+        try:
+            return check_run_from(params, explicit)
+        except UsageFailure as e:
+            message = re.sub(r"--([a-z][a-z-]*)", r"\1", str(e))
+            named = re.search(r"--([a-z][a-z-]*)", str(e))
+            key = named.group(1) if named else ""
+            at = where + (raw_of[key],) if key in raw_of else ("defaults", key) if key in values else where
+            raise self.error(at, f"{label}: {message}") from None
+
+    def expect_table(self, table: Any, where: tuple) -> dict[str, tuple[str, int]]:
+        if not isinstance(table, dict):
+            raise self.error(where, 'expect must be a table: expect = { property = "holds" }')
+        out = {}
+        for prop, text in table.items():
+            if prop not in BY_NAME:
+                raise self.error(where + (prop,), f"unknown property {prop!r} in expect{_suggest(prop, NAMES)}; "
+                                                  f"known: {', '.join(NAMES)}")
+            if not isinstance(text, str):
+                raise self.error(where + (prop,), f"expect {prop} = {_show(text)}: a verdict is a string such as "
+                                                  f'"holds" or "violated-within 9"')
+            out[prop] = (text, line_of(self.lines, where + (prop,)))
+        return out
+
+    def when_blocks(self, blocks: Any, where: tuple, place: str) -> list[tuple[dict, dict]]:
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            raise self.error(where + ("when",), "when must be an array of tables: [[check.when]]")
+        out = []
+        for j, block in enumerate(blocks):
+            at = where + ("when", j)
+            conditions: dict[str, set] = {}
+            for raw, value in block.items():
+                if raw == "expect":
+                    continue
+                key = self.option_key(raw, at, f"[[check.when]] of {place}", ("expect",), conditions)
+                values = value if isinstance(value, list) else [value]
+                conditions[key] = {self.convert(key, v, at + (raw,)) for v in values}
+            if not conditions:
+                raise self.error(at, "a [[check.when]] needs at least one condition such as acks = \"1\"")
+            if "expect" not in block:
+                raise self.error(at, "a [[check.when]] needs an expect table")
+            out.append((conditions, self.expect_table(block["expect"], at + ("expect",))))
+        return out
+
+    def properties(self, run: CheckRun, value: Any, where: tuple, merged: dict, label: str) -> tuple[str, ...]:
+        if value is None:
+            names = list(merged)
+        elif value == "all":
+            names = [p.name for p in select(run.config)]
+            names += [p for p in merged if p not in names]  # so that select says why it does not apply
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            names = list(value)
+            for name in names:
+                if name not in BY_NAME:
+                    raise self.error(where, f"unknown property {name!r} in properties{_suggest(name, NAMES)}; "
+                                            f"known: {', '.join(NAMES)}")
+            for prop, (_, line) in merged.items():
+                if prop not in names:
+                    raise SuiteError(f"{self.path}:{line}: {label}: expects {prop} but its properties list "
+                                     f"does not name it; add it to properties")
+        else:
+            raise self.error(where, 'properties must be a list of property names, or "all"')
+        if not names:
+            raise self.error(where[:2], f"{label} checks nothing: give expect = {{ property = \"holds\" }}")
+        try:
+            select(run.config, names)
+        except UnknownProperty as e:
+            bad = re.search(r"'([^']+)'", str(e))
+            line = merged[bad.group(1)][1] if bad and bad.group(1) in merged else line_of(self.lines, where)
+            words = str(e).replace("--", "")
+            raise SuiteError(f"{self.path}:{line}: {label}: {words}") from None
+        return tuple(dict.fromkeys(names))
+
+    def expected(self, prop: str, text: str, line: int) -> Expected:
+        kind = BY_NAME[prop].expectation
+        m = _VERDICT.fullmatch(text.strip())
+        word, within = (m.group(1), m.group(2)) if m else ("", None)
+        allowed = ALWAYS_WORDS if kind == "always" else SOMETIMES_WORDS
+        ok = bool(m) and (
+            (kind == "always" and word in ("holds", "violated") and not (within and word == "holds"))
+            or (kind == "sometimes" and (within is None or word == "witnessed"))
+        )
+        if not ok or (within is not None and int(within) < 1):
+            raise SuiteError(f"{self.path}:{line}: expect {prop} = {text!r}: {prop} is {'an' if kind == 'always' else 'a'} {kind} property; "
+                             f"allowed: {allowed}")
+        status = {"witnessed": "holds", "never": "violated"}.get(word, word)
+        return Expected(text.strip(), status, int(within) if within else None, line)

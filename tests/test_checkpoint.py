@@ -1,0 +1,163 @@
+"""Long runs never lose their work: limits, checkpoints, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .clitools import command, run_cli, run_json, summary
+
+# kip-279 at rf 3: two violations to find (11 states each) and ~270k states with
+# symmetry, so a run lasts a few seconds and crosses many levels.
+RUN = ["--core", "--protocol", "kip-279", "--rf", "3", "--symmetry", "--continue", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    code, report = run_json(*RUN, "--trace-dir", str(tmp_path_factory.mktemp("ref")))
+    assert code == 1 and report["complete"]
+    return summary(report)
+
+
+def start(tmp: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [command("check-model"), *RUN, "--trace-dir", str(tmp / "traces"), "--format", "json", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_run_killed_at_a_random_moment_resumes_to_the_uninterrupted_result(tmp_path, reference, seed):
+    ck = tmp_path / "ck"
+    proc = start(tmp_path, "--checkpoint", str(ck), "--checkpoint-every", "0.05s")
+    wait_for(ck / "manifest.json")
+    time.sleep(random.Random(seed).uniform(0.0, 1.5))
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    manifest = json.loads((ck / "manifest.json").read_text())
+    assert manifest["states"] > 0
+    code, report = run_json(*RUN, "--trace-dir", str(tmp_path / "traces"), "--resume", str(ck))
+    assert code == 1
+    assert summary(report) == reference
+
+
+def test_ctrl_c_writes_a_final_checkpoint_and_exits_3_with_a_partial_result(tmp_path, reference):
+    ck = tmp_path / "ck"
+    proc = start(tmp_path, "--checkpoint", str(ck), "--checkpoint-every", "1h")
+    wait_for(ck / "manifest.json")
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    report = json.loads(out)
+    assert report["complete"] is False and report["stop_reason"] == "interrupted"
+    manifest = json.loads((ck / "manifest.json").read_text())
+    assert manifest["states"] == report["states"]
+    code, resumed = run_json(*RUN, "--trace-dir", str(tmp_path / "traces"), "--resume", str(ck))
+    assert summary(resumed) == reference
+
+
+def test_time_limit_stops_cleanly_with_exit_3_and_what_was_explored(tmp_path):
+    code, report = run_json("--rf", "3", "--min-isr", "2", "--time-limit", "1s", "--trace-dir", str(tmp_path))
+    assert code == 3
+    assert report["complete"] is False and report["stop_reason"] == "time limit"
+    assert report["states"] > 1000 and report["seconds"] < 10
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--time-limit", "0.5s", "--trace-dir", str(tmp_path))
+    assert proc.returncode == 3 and "INCOMPLETE (time limit)" in proc.stdout
+
+
+def test_max_memory_stops_the_run_before_it_exceeds_the_limit(tmp_path):
+    limit = 80 * 2**20  # the main job needs about 190 MiB
+    code, report = run_json("--rf", "3", "--min-isr", "2", "--max-memory", "80M", "--trace-dir", str(tmp_path))
+    assert code == 3
+    assert report["complete"] is False and report["stop_reason"] == "memory limit"
+    assert 0 < report["states"] < 1_426_487
+    assert report["peak_memory_bytes"] < limit
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """A small finished checkpoint and the files' bytes, to check nothing is overwritten."""
+    ck = tmp_path / "ck"
+    args = ["--core", "--rf", "2", "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck)]
+    assert run_cli("check-model", *args).returncode == 0
+    return ck, {p.name: p.read_bytes() for p in ck.iterdir()}
+
+
+def resume_small(ck: Path, *extra: str):
+    return run_cli("check-model", "--core", "--rf", "2", *extra, "--resume", str(ck))
+
+
+def assert_refused(proc, ck: Path, before: dict, words: str) -> None:
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in ck.iterdir()} == before
+
+
+def test_a_truncated_checkpoint_is_refused_and_left_as_it_was(saved):
+    ck, before = saved
+    (ck / "states.bin").write_bytes(before["states.bin"][:-5])
+    before["states.bin"] = before["states.bin"][:-5]
+    assert_refused(resume_small(ck), ck, before, "truncated")
+
+
+def test_a_corrupted_checkpoint_is_refused_and_left_as_it_was(saved):
+    ck, before = saved
+    data = bytearray(before["parents.bin"])
+    data[len(data) // 2] ^= 0xFF
+    (ck / "parents.bin").write_bytes(bytes(data))
+    before["parents.bin"] = bytes(data)
+    assert_refused(resume_small(ck), ck, before, "checksum")
+
+
+def test_a_garbled_manifest_is_refused(saved):
+    ck, before = saved
+    (ck / "manifest.json").write_bytes(before["manifest.json"][:40])
+    before["manifest.json"] = before["manifest.json"][:40]
+    assert_refused(resume_small(ck), ck, before, "corrupted")
+
+
+def test_a_checkpoint_of_another_configuration_is_refused_with_the_difference(saved):
+    ck, before = saved
+    assert_refused(resume_small(ck, "--protocol", "kip-101"), ck, before, "protocol was 'kip-320' there")
+
+
+def test_a_checkpoint_of_another_model_version_is_refused(saved):
+    ck, before = saved
+    manifest = json.loads(before["manifest.json"])
+    manifest["model_version"] = "0"
+    (ck / "manifest.json").write_text(json.dumps(manifest))
+    before["manifest.json"] = (ck / "manifest.json").read_bytes()
+    assert_refused(resume_small(ck), ck, before, "model version 0")
+
+
+def test_checkpointing_into_a_folder_that_holds_one_is_refused(saved):
+    ck, before = saved
+    proc = run_cli("check-model", "--core", "--rf", "2", "--checkpoint", str(ck))
+    assert_refused(proc, ck, before, "already holds a checkpoint")
+
+
+def test_resuming_a_finished_search_gives_its_result_again(saved, tmp_path):
+    ck, _ = saved
+    code, report = run_json("--core", "--rf", "2", "--resume", str(ck), "--trace-dir", str(tmp_path / "t2"))
+    assert code == 0
+    assert report["complete"] and report["exhausted"]
+    assert report["states"] == 2_987  # kip-320 at rf 2 with symmetry: 5,973 before reduction
+    assert report["states_before_symmetry"] == 5_973

@@ -1,0 +1,93 @@
+"""check-model as users run it: the JSON contract, the text verdicts, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isrcheck.traces import itf, replay
+
+from .clitools import run_cli, run_json
+
+BAD_INPUT = [
+    (["--rf", "3", "--min-isr", "4"], "--min-isr 4 is impossible with --rf 3"),
+    (["--rf", "0"], "--rf 0 is out of range"),
+    (["--rf", "2", "--min-isr", "3"], "--min-isr 3 is impossible with --rf 2"),
+    (["--protocol", "kip-999"], "kip-999"),
+    (["--property", "weak-irs"], "unknown property 'weak-irs'"),
+    (["--max-records", "-1"], "-1 is negative"),
+    (["--max-leader-epoch", "-2"], "-2 is negative"),
+    (["--crashes", "-1"], "-1 is negative"),
+    (["--crashes", "1", "--disk-loss", "2"], "--disk-loss 2 is above --crashes 1"),
+    (["--core", "--acks", "1"], "--acks cannot be used with --core"),
+    (["--core", "--min-isr", "2", "--unclean-election"], "--min-isr, --unclean-election cannot be used with --core"),
+    (["--core", "--property", "committed-survive"], "does not apply"),
+    (["--acks", "0", "--property", "acked-survive"], "--acks 0 acknowledges nothing"),
+    (["--acks", "2"], "'2' is not one of"),
+    (["--time-limit", "soon"], "not a duration"),
+    (["--max-memory", "lots"], "not a size"),
+    (["--rf", "three"], "'three' is not a valid integer"),
+    (["--no-such-option"], "No such option"),
+]
+
+
+@pytest.mark.parametrize("args,words", BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_gets_one_line_and_exit_2(args, words, tmp_path):
+    proc = run_cli("check-model", *args, "--trace-dir", str(tmp_path))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert words in lines[0]
+    assert lines[0].startswith("check-model: error: ")
+    assert proc.stdout == ""
+
+
+def test_json_output_follows_the_contract(tmp_path):
+    code, report = run_json("--protocol", "kip-320", "--rf", "3", "--core", "--trace-dir", str(tmp_path))
+    assert code == 0
+    for key in ("config", "engine", "complete", "states", "generated", "depth", "seconds", "properties", "bounds"):
+        assert key in report
+    assert report["engine"] == "bfs" and report["complete"] is True
+    assert report["config"]["rf"] == 3 and report["config"]["protocol"] == "kip-320"
+    assert report["states_before_symmetry"] == 737_794 and report["depth"] == 26
+    assert {p["name"]: p["status"] for p in report["properties"]} == {
+        "weak-isr": "holds", "strong-isr": "holds", "leader-in-isr": "holds",
+    }
+    for p in report["properties"]:
+        assert set(p) >= {"name", "status", "trace_length", "trace_file"}
+    assert report["bounds"] == {
+        "max_records": 2, "log_size": 2, "max_leader_epoch": 2, "max_depth": None, "crashes": 0, "disk_loss": 0,
+    }
+
+
+def test_a_violation_exits_1_saves_a_trace_that_replays_and_explains_it(tmp_path):
+    proc = run_cli("check-model", "--core", "--protocol", "kip-101", "--rf", "2", "--property", "weak-isr",
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 1
+    assert "weak-isr  VIOLATED in 12 states: trace saved to" in proc.stdout
+    assert "=> broker" in proc.stdout  # the explanation names brokers and logs
+    [saved] = tmp_path.glob("*.itf.json")
+    trace = itf.load(saved)
+    assert len(trace) == 12 and trace.property_name == "weak-isr"
+    replay(trace)
+    data = json.loads(saved.read_text())
+    assert data["states"][1]["#meta"]["action"]["name"] == "ControllerElectLeader"
+
+
+def test_the_main_job_text_names_every_property_and_the_bounds(tmp_path):
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--max-records", "1", "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("weak-isr", "strong-isr", "committed-survive", "acked-survive", "read-within-hwm"):
+        assert f"{name}" in proc.stdout
+    assert "holds within bounds" in proc.stdout and "witnessed in" in proc.stdout
+    assert "before symmetry reduction" in proc.stdout
+    assert "bounds: max-records 1, log-size 1, max-leader-epoch 2, crashes 1" in proc.stdout
+
+
+def test_max_depth_bounds_the_search_and_the_verdict_says_so(tmp_path):
+    code, report = run_json("--core", "--protocol", "hw-truncation", "--rf", "2", "--max-depth", "8",
+                            "--property", "weak-isr", "--trace-dir", str(tmp_path))
+    assert code == 0  # the 9-state counterexample lies beyond the bound
+    assert report["depth"] == 8 and report["bounds"]["max_depth"] == 8
+    assert report["properties"][0]["status"] == "holds"

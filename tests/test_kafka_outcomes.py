@@ -1,0 +1,188 @@
+"""Kafka outcomes (PROTOCOL.md, issue 3): the published losses are found, and the
+fixed configuration is safe within bounds. Each violation's trace replays and its
+story is the expected one."""
+
+import pytest
+
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.traces import replay, trace_from_path
+
+from .conftest import run_bfs
+
+MAIN_JOB = ModelConfig(rf=3, min_isr=2)  # kip-320, acks=all, clean election, one crash
+FULL_STATES_OF_THE_MAIN_JOB = 22_503_721  # 3,752,473 with symmetry reduction
+
+
+def violation(config, prop, symmetry=True):
+    result = run_bfs(config, [prop], symmetry=symmetry)
+    r = result.by_name(prop)
+    assert r.status == "violated", f"{prop} expected violated on {config.summary()}"
+    trace = trace_from_path(ReplicationModel(config), r.path.states, r.path.actions, prop, "always")
+    replay(trace)
+    return r, trace
+
+
+def actions(trace):
+    return [step.action.name for step in trace.steps[1:]]
+
+
+@pytest.mark.slow
+def test_main_job_every_property_holds_and_every_witness_is_found():
+    result = run_bfs(MAIN_JOB, symmetry=True)
+    assert result.exhausted
+    status = {p.name: p.status for p in result.properties}
+    assert status == {
+        "weak-isr": "holds",
+        "strong-isr": "holds",
+        "leader-in-isr": "holds",
+        "log-matching": "holds",
+        "committed-survive": "holds",
+        "acked-survive": "holds",
+        "read-within-hwm": "holds",
+        "record-committed": "holds",
+        "leader-failover": "holds",
+        "consumer-reads": "holds",
+        "write-after-crash": "holds",
+    }
+    assert result.stats.full_states == FULL_STATES_OF_THE_MAIN_JOB
+
+
+def walk(model, steps):
+    """The states along named actions (each must be enabled)."""
+    state = model.init_states()[0]
+    states = [state]
+    for name, params in steps:
+        state = model.step(state, model.catalogue.lookup(name, params))
+        assert state is not None, f"{name}{params} is not enabled"
+        states.append(state)
+    return [model.decode(s) for s in states]
+
+
+def test_a_produce_waiting_in_purgatory_survives_an_epoch_bump_of_the_same_leader():
+    """Kafka keeps the delayed produce while the broker stays leader (Partition.makeLeader
+    on a leader does not fail it): the HWM passing the record acknowledges it."""
+    model = ReplicationModel(MAIN_JOB)
+    states = walk(model, [
+        ("ControllerElectLeader", {"leader": 0}),
+        ("BecomeLeader", {"replica": 0, "epoch": 0}),
+        ("BecomeFollower", {"replica": 1, "leader": 0, "epoch": 0}),
+        ("BecomeFollower", {"replica": 2, "leader": 0, "epoch": 0}),
+        ("LeaderWrite", {"replica": 0}),
+        ("FollowerFetch", {"follower": 1, "leader": 0}),
+        ("ControllerShrinkIsr", {"replica": 2}),  # epoch 1, broker 0 still leader
+        ("BecomeLeader", {"replica": 0, "epoch": 1}),
+        ("BecomeFollower", {"replica": 1, "leader": 0, "epoch": 1}),
+        ("LeaderIncHighWatermark", {"leader": 0}),
+    ])
+    assert states[-2].replicas[0].leader_since == 0, "its leadership began at epoch 0"
+    assert states[-1].acked == {0} and states[-1].committed == {0}
+
+
+def test_a_deposed_leader_does_not_acknowledge_what_it_appended_before():
+    model = ReplicationModel(ModelConfig(rf=3, min_isr=1))
+    states = walk(model, [
+        ("ControllerElectLeader", {"leader": 0}),
+        ("BecomeLeader", {"replica": 0, "epoch": 0}),
+        ("LeaderWrite", {"replica": 0}),
+        ("ControllerElectLeader", {"leader": 1}),
+        ("BecomeLeader", {"replica": 1, "epoch": 1}),
+        ("BecomeFollower", {"replica": 0, "leader": 1, "epoch": 1}),
+    ])
+    assert states[-4].replicas[0].leader_since == 0
+    assert states[-1].replicas[0].leader_since is None  # NotLeaderOrFollower: its produces failed
+
+
+def test_unclean_election_can_follow_the_controller_failing_a_live_leader():
+    """Unclean election needs no crash: the controller counts the last ISR member as down
+    once it failed it as leader (a zombie, cut off from ZooKeeper)."""
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, crashes=0, unclean_election=True), "committed-survive")
+    assert r.trace_length == 10
+    assert "ControllerUncleanElect" in actions(trace) and "BrokerCrash" not in actions(trace)
+
+
+def test_failover_elects_a_live_isr_member_in_one_epoch():
+    model = ReplicationModel(MAIN_JOB)
+    states = walk(model, [
+        ("ControllerElectLeader", {"leader": 0}),
+        ("BrokerCrash", {"replica": 0}),
+        ("ControllerFailover", {"leader": 1}),
+    ])
+    q = states[-1].quorum
+    assert (q.leader, q.leader_epoch, q.isr) == (1, 1, frozenset({1, 2}))
+    # with a live ISR member left, the controller does not leave the partition leaderless
+    s = model.encode(states[-2])
+    assert model.catalogue.lookup("ControllerShrinkIsr", {"replica": 0}) not in [a for a, _ in model.successors(s)]
+
+
+def test_unclean_election_loses_a_committed_record():
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, crashes=2, unclean_election=True), "committed-survive")
+    assert r.trace_length == 10
+    assert "ControllerUncleanElect" in actions(trace)
+    last = trace.steps[-1].state
+    assert last.committed - {x.id for x in last.replicas[last.true_leader()].log}
+
+
+def test_acks_1_loses_an_acknowledged_record():
+    """The shortest loss: the leader acknowledges at append while the controller has
+    already moved leadership (to it, its leadership has failed) before any follower
+    copied the record."""
+    r, trace = violation(ModelConfig(rf=3, min_isr=1, acks="1"), "acked-survive")
+    assert r.trace_length == 6
+    # the record was acknowledged at append, before any follower copied it
+    write = actions(trace).index("LeaderWrite") + 1
+    assert trace.steps[write].state.acked
+    assert "FollowerFetch" not in actions(trace)
+
+
+def test_hw_truncation_loses_a_committed_record_the_kip101_loss_seen_by_the_producer():
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, protocol="hw-truncation"), "committed-survive")
+    assert r.trace_length == 11
+    follower_truncations = [
+        (trace.steps[i].state, trace.steps[i + 1])
+        for i in range(len(trace.steps) - 1)
+        if trace.steps[i + 1].action.name == "BecomeFollower"
+    ]
+    assert any(len(step.state.replicas[step.action.args["replica"]].log) < len(before.replicas[step.action.args["replica"]].log)
+               for before, step in follower_truncations)
+
+
+def test_disk_loss_of_the_last_isr_member_loses_committed_records_on_kip320():
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, disk_loss=1), "committed-survive")
+    assert r.trace_length == 12
+    crash = actions(trace).index("BrokerCrashDiskLoss") + 1
+    before = trace.steps[crash - 1].state
+    victim = trace.steps[crash].action.args["replica"]
+    assert before.quorum.isr == frozenset({victim}), "the ISR had shrunk to the lost broker alone"
+
+
+@pytest.mark.parametrize(
+    "min_isr,witnessed",
+    [(1, True), (2, True), pytest.param(3, False, marks=pytest.mark.slow)],
+)
+def test_writes_survive_one_broker_down_with_min_isr_below_rf(min_isr, witnessed):
+    result = run_bfs(ModelConfig(rf=3, min_isr=min_isr), ["write-after-crash"], symmetry=True)
+    assert result.by_name("write-after-crash").status == ("holds" if witnessed else "violated")
+
+
+def test_acks_all_with_min_isr_2_keeps_acknowledged_records_within_smaller_bounds():
+    config = ModelConfig(rf=3, min_isr=2, max_records=1)
+    result = run_bfs(config, ["acked-survive", "committed-survive"], symmetry=True)
+    assert result.exhausted and result.all_hold
+
+
+CONFIGS_FOR_SYMMETRY = [
+    (ModelConfig(rf=3, min_isr=2, crashes=2, unclean_election=True), "committed-survive"),
+    (ModelConfig(rf=3, min_isr=1, acks="1"), "acked-survive"),
+    (ModelConfig(rf=3, min_isr=2, protocol="hw-truncation"), "committed-survive"),
+    (ModelConfig(rf=3, min_isr=2, disk_loss=1), "committed-survive"),
+    (ModelConfig(rf=3, min_isr=2), "write-after-crash"),
+    (ModelConfig(rf=3, min_isr=1), "write-after-crash"),
+    (ModelConfig(rf=3, min_isr=2, max_records=1), "acked-survive"),
+]
+
+
+@pytest.mark.parametrize("config,prop", CONFIGS_FOR_SYMMETRY, ids=lambda x: getattr(x, "summary", lambda: x)())
+def test_symmetry_keeps_verdicts_and_shortest_trace_lengths(config, prop):
+    with_sym = run_bfs(config, [prop], symmetry=True).by_name(prop)
+    without = run_bfs(config, [prop], symmetry=False).by_name(prop)
+    assert (with_sym.status, with_sym.trace_length) == (without.status, without.trace_length)

@@ -1,0 +1,46 @@
+"""docs/ci.md stays true: its starter suite and examples load, its workflow's command line is accepted."""
+
+import re
+import shlex
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from isrcheck.cli import check_suite
+from isrcheck.cli.suite import parse_suite
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text()
+
+
+def blocks(lang):
+    return re.findall(rf"```{lang}\n(.*?)```", DOC, re.S)
+
+
+def test_every_toml_example_in_the_ci_guide_is_a_valid_suite(tmp_path):
+    examples = blocks("toml")
+    assert len(examples) >= 2
+    for text in examples:
+        suite = parse_suite(text, tmp_path / "example.toml")
+        assert suite.checks and all(c.expect for c in suite.checks)
+
+
+def test_the_workflow_runs_check_suite_with_options_it_accepts(tmp_path):
+    (workflow,) = blocks("yaml")
+    folded = re.search(r"run: >\n((?:\s{10}.*\n)+)", workflow).group(1)
+    args = shlex.split(" ".join(line.strip() for line in folded.splitlines()))
+    assert args[0] == "check-suite" and {"--junit", "--trace-dir"} <= set(args)
+    suite = tmp_path / "replication.toml"
+    suite.write_text(blocks("toml")[0])
+    result = CliRunner().invoke(check_suite.main, [str(suite)] + args[2:] + ["--list"])
+    assert result.exit_code == 0, result.output
+    assert "upload-artifact" in workflow and "reports/" in workflow
+    assert "pip install" in workflow
+
+
+def test_the_validation_message_shown_in_the_guide_is_the_real_one(tmp_path):
+    shown = re.search(r"check-suite: error: suite\.toml:4: (.*)", DOC).group(1)
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[[check]]\nname = "m"\nrf = [2, 3]\nmin-isr = [1, 3]\nexpect = { weak-isr = "holds" }\n')
+    result = CliRunner().invoke(check_suite.main, [str(suite)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"check-suite: error: {suite}:4: {shown}"

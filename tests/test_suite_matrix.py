@@ -1,0 +1,139 @@
+"""Suite expansion (defaults, matrices, when blocks), trace folders and how checks are scheduled."""
+
+import os
+import textwrap
+from pathlib import Path
+
+from isrcheck.cli import suite_run
+from isrcheck.cli.suite import load_suite
+from isrcheck.cli.suite_run import CheckReport, SuiteRunner, trace_folders
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(tmp_path, text):
+    path = tmp_path / "suite.toml"
+    path.write_text(textwrap.dedent(text))
+    return load_suite(path)
+
+
+MATRIX = '''\
+    [defaults]
+    max-records = 1
+    crashes = 1
+
+    [[check]]
+    name = "grid"
+    rf = [2, 3]
+    min-isr = [1, 2]
+    properties = ["acked-survive", "write-after-crash"]
+    expect = { acked-survive = "holds" }
+
+    [[check.when]]
+    min-isr = 2
+    rf = 2
+    expect = { write-after-crash = "never" }
+
+    [[check.when]]
+    rf = [3]
+    expect = { write-after-crash = "witnessed-within 12", acked-survive = "holds" }
+'''
+
+
+def test_a_matrix_expands_into_the_cross_product_in_the_order_written(tmp_path):
+    suite = load(tmp_path, MATRIX)
+    assert [c.name for c in suite.checks] == [
+        "grid [rf=2, min-isr=1]", "grid [rf=2, min-isr=2]", "grid [rf=3, min-isr=1]", "grid [rf=3, min-isr=2]",
+    ]
+    assert [(c.run.config.rf, c.run.config.min_isr) for c in suite.checks] == [(2, 1), (2, 2), (3, 1), (3, 2)]
+    assert all(c.run.config.max_records == 1 for c in suite.checks)
+    assert suite.checks[1].axes == (("rf", 2), ("min-isr", 2))
+
+
+def test_when_blocks_add_expectations_to_the_configurations_they_match(tmp_path):
+    suite = load(tmp_path, MATRIX)
+    expects = [{p: e.text for p, e in c.expect.items()} for c in suite.checks]
+    assert expects[0] == {"acked-survive": "holds"}  # write-after-crash is recorded only
+    assert expects[1] == {"acked-survive": "holds", "write-after-crash": "never"}
+    assert expects[2] == expects[3] == {"acked-survive": "holds", "write-after-crash": "witnessed-within 12"}
+    never = suite.checks[1].expect["write-after-crash"]
+    assert (never.status, never.within, never.line) == ("violated", None, 15)
+    assert suite.checks[2].expect["write-after-crash"].within == 12
+    assert all(c.properties == ("acked-survive", "write-after-crash") for c in suite.checks)
+
+
+def test_without_a_properties_list_a_check_runs_only_the_expected_properties(tmp_path):
+    suite = load(tmp_path, '[[check]]\nrf = 2\nexpect = { strong-isr = "holds", weak-isr = "holds" }\n')
+    (check,) = suite.checks
+    assert check.properties == ("strong-isr", "weak-isr")
+    assert check.name == "kip-320-rf2-acksall-minisr1-crashes1"
+
+
+def test_all_checks_every_property_that_applies(tmp_path):
+    suite = load(tmp_path, '[[check]]\ncore = true\nrf = 2\nproperties = "all"\nexpect = { weak-isr = "holds" }\n')
+    assert suite.checks[0].properties == ("weak-isr", "strong-isr", "leader-in-isr")
+
+
+def test_the_shipped_suites_are_valid():
+    for name in ("kafka-versions", "production-configs", "tradeoff-rf3"):
+        suite = load_suite(ROOT / "examples" / f"{name}.toml")
+        assert suite.checks and all(c.expect for c in suite.checks)
+    assert len(load_suite(ROOT / "examples" / "tradeoff-rf3.toml").checks) == 12
+
+
+def test_every_check_gets_its_own_trace_folder_even_when_names_look_alike(tmp_path):
+    suite = load(tmp_path, '''\
+        [[check]]
+        name = "a b"
+        rf = 2
+        expect = { weak-isr = "holds" }
+        [[check]]
+        name = "a/b"
+        rf = 2
+        expect = { weak-isr = "holds" }
+        [[check]]
+        name = "A-B"
+        rf = 2
+        expect = { weak-isr = "holds" }
+    ''')
+    folders = trace_folders(list(suite.checks), tmp_path / "t")
+    assert len({str(p).lower() for p in folders.values()}) == 3
+    assert all(p.parent == tmp_path / "t" for p in folders.values())
+
+
+def test_spark_checks_run_one_at_a_time_in_this_process_after_the_others(tmp_path, monkeypatch):
+    suite = load(tmp_path, '''\
+        [defaults]
+        rf = 2
+        max-records = 1
+        [[check]]
+        name = "on spark"
+        engine = "spark"
+        expect = { weak-isr = "holds" }
+        [[check]]
+        name = "bfs one"
+        expect = { weak-isr = "holds" }
+        [[check]]
+        name = "on spark too"
+        engine = "spark"
+        expect = { weak-isr = "holds" }
+        [[check]]
+        name = "bfs two"
+        core = true
+        expect = { weak-isr = "holds" }
+    ''')
+    here = []
+
+    def fake_run_one(check, trace_dir, observer):
+        here.append((check.name, os.getpid()))
+        return CheckReport(check.name, True)
+
+    monkeypatch.setattr(suite_run, "run_one", fake_run_one)  # only this process sees the fake
+    finished = []
+    runner = SuiteRunner(list(suite.checks), trace_folders(list(suite.checks), tmp_path / "t"), 2,
+                         lambda c, r: finished.append((c.name, r.complete, bool(r.properties))))
+    runner.run()
+    assert here == [("on spark", os.getpid()), ("on spark too", os.getpid())]
+    assert [f[0] for f in finished[2:]] == ["on spark", "on spark too"]
+    assert sorted(f[0] for f in finished[:2]) == ["bfs one", "bfs two"]
+    assert all(f[1] and f[2] for f in finished[:2]), "the BFS checks ran for real in worker processes"

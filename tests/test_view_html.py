@@ -1,0 +1,230 @@
+"""The HTML view: one self-contained page, stepped in a real headless Chromium.
+
+The browser is Debian's ``chromium`` (``.ci/run`` installs it), driven over the
+DevTools protocol on a pipe (tests/cdp.py). Screenshots are saved under
+``test-artifacts/`` (or ``$ISRCHECK_ARTIFACTS``); the test prints where.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from isrcheck.cli.view_trace import main as view_trace_main
+from isrcheck.model import Action
+from isrcheck.traces import Step, itf
+from isrcheck.traces.view_data import build_view, check_trace
+from isrcheck.traces.view_html import render_html, script_json, write_html
+
+from .cdp import Chromium, find_chromium
+from .view_helpers import kip101_trace, long_walk_trace, walk_model
+
+ARTIFACTS = Path(os.environ.get("ISRCHECK_ARTIFACTS") or Path(__file__).resolve().parent.parent / "test-artifacts")
+EVIL_ACTION = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+EVIL_DOC = "<img src=x onerror=window.__pwned=3> & <b>bold</b>"
+
+
+@pytest.fixture(scope="module")
+def kip101():
+    return kip101_trace()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("chromium is not installed: the HTML view test needs Debian's chromium (.ci/run installs it)")
+    chromium = Chromium(binary, width=1280, height=800)
+    yield chromium
+    chromium.close()
+
+
+def artifact(name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    print(f"\nscreenshot saved to {path}")
+    return path
+
+
+def evil_trace(kip101):
+    """The KIP-101 trace with markup in an action name and in the doc: never replayed, only rendered."""
+    steps = list(kip101.steps)
+    steps[3] = Step(Action(EVIL_ACTION, (("replica", 0), ("epoch", 0))), steps[3].state)
+    return replace(kip101, steps=tuple(steps), doc=EVIL_DOC)
+
+
+# ---- the page as a file -----------------------------------------------------------------
+
+
+def test_the_page_is_one_self_contained_file(kip101):
+    page = render_html(build_view(kip101))
+    assert page.startswith("<!DOCTYPE html>")
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    for reference in ("<link", "src=", "href=", "@import", "url(", "http://", "https://"):
+        assert reference not in page, reference
+    assert page.count("<script") == 2  # the JSON data and the viewer's own script
+    assert "__DATA__" not in page and "/*__JS__*/" not in page and "/*__CSS__*/" not in page
+
+
+def test_text_from_the_trace_is_escaped_in_the_page(kip101):
+    page = render_html(build_view(evil_trace(kip101)))
+    assert "window.__pwned" in page  # the text is there, escaped
+    assert page.count("<script") == 2
+    assert "</script><script>" not in page
+    assert "<img" not in page and "<b>" not in page
+    assert "<script>" not in script_json({"x": "<script>"})
+
+
+def test_view_trace_html_writes_the_page(tmp_path, kip101):
+    path = itf.save(kip101, tmp_path / "kip101.itf.json")
+    out = tmp_path / "kip101.html"
+    result = CliRunner().invoke(view_trace_main, [str(path), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == render_html(build_view(check_trace(kip101)))
+
+
+# ---- the page in Chromium -------------------------------------------------------------------
+
+
+def state(browser) -> dict:
+    return browser.eval(
+        """(function () {
+          var q = function (s) { return document.querySelector(s); };
+          var texts = function (s) { return Array.from(document.querySelectorAll(s)).map(function (e) { return e.textContent; }); };
+          return {
+            label: q('#step-label').textContent,
+            action: q('#action').textContent,
+            sentence: q('#sentence').textContent,
+            here: q('#here').hidden ? null : q('#here').textContent,
+            failing: q('#step-head').classList.contains('failing'),
+            lanes: document.querySelectorAll('.lane[role=row]').length,
+            lost: texts('.slot.lost'),
+            tags: texts('.slot .tag'),
+            current: q('#timeline li.current').dataset.step,
+            currentFailing: q('#timeline li.current').classList.contains('failing'),
+            verdict: q('#verdict').hidden ? null : q('#verdict-text').textContent,
+            title: document.title,
+            pwned: window.__pwned === undefined ? null : window.__pwned
+          };
+        })()"""
+    )
+
+
+def test_stepping_through_the_kip101_counterexample_reaches_the_failing_step(browser, tmp_path, kip101):
+    view = build_view(kip101)
+    page = write_html(view, tmp_path / "kip101.html")
+    browser.open(page)
+    last = len(kip101) - 1
+    s = state(browser)
+    assert s["label"] == f"step 0 / {last}"
+    assert s["lanes"] == 2 and s["here"] is None
+    assert s["verdict"] == f"✗ weak-isr violated at step {last}: lost m0@e0"
+
+    for i in range(1, last + 1):  # forward with the keyboard, checking each step's words
+        browser.press("ArrowRight")
+        s = state(browser)
+        assert s["label"] == f"step {i} / {last}"
+        assert s["action"] == str(kip101.steps[i].action)
+        assert s["sentence"] == view.steps[i].sentence
+        assert s["current"] == str(i)
+
+    # the failing step: marked, explained, the lost record outlined and tagged where it was truncated
+    assert s["failing"] and s["currentFailing"]
+    assert s["here"].startswith("✗ weak-isr is violated here: broker 0 believes it leads with HWM 1")
+    assert "truncates its log to offset 0" in s["sentence"]
+    assert s["lost"] and set(t.replace("LOST", "").replace("MISSING", "") for t in s["lost"]) == {"m0@e0"}
+    assert "LOST" in s["tags"]
+    browser.screenshot(artifact("kip101-weak-isr-failing-step.png"))
+
+    browser.press("ArrowRight")  # stays at the end
+    assert state(browser)["label"] == f"step {last} / {last}"
+    browser.press("ArrowLeft")
+    assert state(browser)["label"] == f"step {last - 1} / {last}"
+    assert not state(browser)["failing"]
+    browser.press("Home")
+    assert state(browser)["label"] == f"step 0 / {last}"
+    browser.press("End")
+    assert state(browser)["label"] == f"step {last} / {last}"
+
+    # and with the buttons and the timeline, clicked with the mouse
+    browser.click("#prev")
+    assert state(browser)["label"] == f"step {last - 1} / {last}"
+    browser.click("#next")
+    assert state(browser)["label"] == f"step {last} / {last}"
+    browser.click("#first")
+    assert state(browser)["label"] == f"step 0 / {last}"
+    browser.click("#timeline li[data-step='5']")
+    assert state(browser)["sentence"] == view.steps[5].sentence
+    browser.click("#go-final")
+    assert state(browser)["failing"]
+
+    assert browser.exceptions() == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in browser.requests_made())
+
+
+def test_a_40_step_trace_of_5_replicas_stays_readable(browser, tmp_path):
+    trace = long_walk_trace(40, 5)
+    check_trace(trace, walk_model(5))
+    browser.open(write_html(build_view(trace), tmp_path / "long.html"))
+    assert browser.eval("document.querySelectorAll('#timeline li').length") == 41
+    browser.press("End")
+    s = state(browser)
+    assert s["label"] == "step 40 / 40" and s["lanes"] == 5 and s["failing"]
+    layout = browser.eval(
+        """(function () {
+          var vw = window.innerWidth, vh = window.innerHeight;
+          var lanes = Array.from(document.querySelectorAll('.lane[role=row]'));
+          var overlaps = 0;
+          lanes.forEach(function (lane) {
+            var who = lane.querySelector('.who').getBoundingClientRect();
+            var slots = Array.from(lane.querySelectorAll('.slot')).map(function (e) { return e.getBoundingClientRect(); });
+            slots.forEach(function (r, i) {
+              if (r.left < who.right) overlaps++;
+              if (i && r.left < slots[i - 1].right - 0.5) overlaps++;
+            });
+          });
+          var list = document.getElementById('timeline').getBoundingClientRect();
+          var item = document.querySelector('#timeline li.current').getBoundingClientRect();
+          var minFont = Math.min.apply(null, Array.from(document.querySelectorAll('.slot.rec, #sentence, .broker'))
+            .map(function (e) { return parseFloat(getComputedStyle(e).fontSize); }));
+          return {
+            horizontalOverflow: document.documentElement.scrollWidth > vw,
+            lanesBottom: lanes[lanes.length - 1].getBoundingClientRect().bottom,
+            sentenceBottom: document.getElementById('sentence').getBoundingClientRect().bottom,
+            viewport: vh, overlaps: overlaps,
+            currentInTimeline: item.top >= list.top - 1 && item.bottom <= list.bottom + 1,
+            minFont: minFont,
+            pageScroll: window.scrollY
+          };
+        })()"""
+    )
+    assert not layout["horizontalOverflow"]
+    assert layout["lanesBottom"] <= layout["viewport"], "all five lanes are visible without scrolling"
+    assert layout["overlaps"] == 0
+    assert layout["currentInTimeline"], "the timeline scrolls to the current action"
+    assert layout["pageScroll"] == 0, "stepping never scrolls the page itself"
+    assert layout["minFont"] >= 12
+    browser.screenshot(artifact("long-walk-rf5-last-step.png"))
+    for _ in range(20):
+        browser.press("ArrowLeft")
+    assert state(browser)["label"] == "step 20 / 40"
+    assert browser.exceptions() == []
+
+
+def test_markup_in_a_trace_stays_text_in_the_browser(browser, tmp_path, kip101):
+    browser.open(write_html(build_view(evil_trace(kip101)), tmp_path / "evil.html"))
+    for _ in range(3):
+        browser.press("ArrowRight")
+    s = state(browser)
+    assert s["pwned"] is None
+    assert s["action"].startswith("</script><script>window.__pwned=1</script><img")
+    assert browser.eval("document.getElementById('doc').textContent").endswith(EVIL_DOC)
+    assert browser.eval("document.querySelectorAll('img').length") == 0
+    assert browser.eval("Array.from(document.querySelectorAll('b')).every(function (b) { return b.textContent !== 'bold'; })")
+    assert re.search(r"isrcheck: weak-isr counterexample", s["title"])
+    assert browser.exceptions() == []

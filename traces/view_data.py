@@ -1,0 +1,244 @@
+"""What both trace views show, computed once: the checked trace and each step's changes.
+
+The terminal view (``view_text``) and the HTML page (``view_html``) draw the same
+facts: per step the Kafka sentence, every replica with what changed since the step
+before, the controller's quorum state, the histories, and at the end the step where
+the property breaks (or is witnessed) with the records it loses. Keeping those
+facts here keeps the two views from disagreeing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
+from isrcheck.properties import BY_NAME
+
+from . import itf
+from .narrate import describe_step, diagnose, explain_witness, short_step
+from .trace import Trace, TraceError, replay
+
+# Outcome of the last step: an ``always`` property breaks there, a ``sometimes`` one is witnessed.
+VIOLATED, WITNESSED = "violated", "witnessed"
+
+
+def load_checked(path: str | Path) -> Trace:
+    """Read an ITF trace and refuse it, with one line, unless it is safe to show."""
+    trace = itf.load(path)
+    try:
+        return check_trace(trace)
+    except TraceError as e:
+        raise TraceError(f"{path}: {e}") from None
+
+
+def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
+    """Replay the trace and check its property claim; return it with the catalogue's doc.
+
+    A trace that replays but whose last state does not break (or witness) the property
+    it names was cut or edited: showing it would mark the wrong step.
+    """
+    replay(trace, model)
+    name = trace.property_name
+    if name is None:
+        return trace
+    prop = BY_NAME.get(name)
+    if prop is None:
+        raise TraceError(f"the trace names an unknown property {name!r}")
+    if trace.expectation != prop.expectation:
+        raise TraceError(f"the trace calls {name} {trace.expectation!r}, but it is an {prop.expectation!r} property")
+    if not prop.applies(trace.config):
+        raise TraceError(f"property {name} does not apply to the trace's configuration")
+    holds = prop.reference(trace.steps[-1].state)
+    if prop.expectation == "always" and holds:
+        raise TraceError(f"the last state does not violate {name}: the trace was cut or edited")
+    if prop.expectation == "sometimes" and not holds:
+        raise TraceError(f"the last state does not witness {name}: the trace was cut or edited")
+    return Trace(trace.config, trace.steps, name, prop.expectation, prop.doc, trace.model_version)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    broker: int
+    log: tuple[Record, ...]
+    hw: int
+    leo: int
+    leader: int | None  # whom it believes leads
+    epoch: int | None
+    isr: frozenset[int]  # its cached ISR
+    alive: bool
+    role: str  # leader | stale leader | follower | crashed | no role
+    in_quorum_isr: bool
+    changed: frozenset[str]  # of: log, leo, hw, leader, epoch, isr, alive, role
+    appended: tuple[int, ...]  # offsets that are new or rewritten at this step
+    dropped: tuple[Record, ...]  # records truncated or wiped at this step
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumView:
+    leader: int | None
+    epoch: int | None
+    isr: frozenset[int]
+    changed: frozenset[str]  # of: leader, epoch, isr
+
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    index: int
+    action: str  # the action as the model names it, e.g. BecomeFollower(replica=1, leader=0, epoch=1)
+    sentence: str  # the same step in Kafka words
+    short: str  # a few words, for a timeline
+    replicas: tuple[ReplicaView, ...]
+    quorum: QuorumView
+    requests: tuple[tuple[int, int | None, frozenset[int]], ...]  # (epoch, leader, ISR) sent so far, oldest first
+    new_request: bool
+    histories: tuple[tuple[str, frozenset[int], frozenset[int]], ...]  # (label, ids, ids new at this step)
+    counters: tuple[tuple[str, int, int, bool], ...]  # (label, used, allowed, changed)
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(any(r.changed for r in self.replicas) or self.quorum.changed or self.new_request)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceView:
+    config: ModelConfig
+    summary: str
+    property_name: str | None
+    doc: str
+    outcome: str | None  # VIOLATED, WITNESSED or None (a trace without a property)
+    explanation: str
+    lost: tuple[Record, ...]
+    missing_from: tuple[tuple[int, Record], ...]  # (broker, record it should hold) in the last state
+    steps: tuple[StepView, ...]
+
+    @property
+    def kafka(self) -> bool:
+        return not self.config.core
+
+    @property
+    def title(self) -> str:
+        if self.property_name is None:
+            return f"trace of {len(self.steps)} states"
+        kind = "counterexample" if self.outcome == VIOLATED else "witness"
+        return f"{self.property_name} {kind}, {len(self.steps)} states"
+
+
+def role(ps: PartitionState, r: int) -> str:
+    rs = ps.replicas[r]
+    if not rs.alive:
+        return "crashed"
+    if rs.leader is None:
+        return "no role"
+    if rs.leader != r:
+        return "follower"
+    return "leader" if ps.is_true_leader(r) else "stale leader"
+
+
+def _replica(before: PartitionState | None, after: PartitionState, r: int) -> ReplicaView:
+    rs = after.replicas[r]
+    changed: set[str] = set()
+    appended: tuple[int, ...] = ()
+    dropped: tuple[Record, ...] = ()
+    if before is not None:
+        old = before.replicas[r]
+        for name in ("hw", "leader", "isr", "alive"):
+            if getattr(old, name) != getattr(rs, name):
+                changed.add(name)
+        if old.leader_epoch != rs.leader_epoch:
+            changed.add("epoch")
+        if role(before, r) != role(after, r):
+            changed.add("role")
+        if old.leo != rs.leo:
+            changed.add("leo")
+        if old.log != rs.log:
+            changed.add("log")
+            keep = 0
+            while keep < min(len(old.log), len(rs.log)) and old.log[keep] == rs.log[keep]:
+                keep += 1
+            appended = tuple(range(keep, len(rs.log)))
+            dropped = old.log[keep:]
+    return ReplicaView(
+        broker=r,
+        log=rs.log,
+        hw=rs.hw,
+        leo=rs.leo,
+        leader=rs.leader,
+        epoch=rs.leader_epoch,
+        isr=rs.isr,
+        alive=rs.alive,
+        role=role(after, r),
+        in_quorum_isr=r in after.quorum.isr,
+        changed=frozenset(changed),
+        appended=appended,
+        dropped=dropped,
+    )
+
+
+def _step(trace: Trace, i: int) -> StepView:
+    config = trace.config
+    ps = trace.steps[i].state
+    before = trace.steps[i - 1].state if i else None
+    action = trace.steps[i].action
+    if before is None or action is None:
+        action_text, sentence, short = "initial state", "the partition before any action", "initial state"
+    else:
+        action_text, sentence, short = str(action), describe_step(before, action, ps), short_step(before, action, ps)
+    q = ps.quorum
+    qchanged: set[str] = set()
+    if before is not None:
+        bq = before.quorum
+        qchanged = {n for n, a, b in (("leader", bq.leader, q.leader), ("epoch", bq.leader_epoch, q.leader_epoch),
+                                      ("isr", bq.isr, q.isr)) if a != b}
+    histories: list[tuple[str, frozenset[int], frozenset[int]]] = []
+    counters: list[tuple[str, int, int, bool]] = []
+    if not config.core:
+        for label, field in (("acknowledged", "acked"), ("committed", "committed"), ("readable", "readable")):
+            if field == "acked" and config.acks == "0":
+                continue
+            if field == "readable" and not config.consumer:
+                continue
+            ids = getattr(ps, field)
+            new = ids - getattr(before, field) if before is not None else frozenset()
+            histories.append((label, ids, new))
+        if config.crashes:
+            counters.append(("crashes", ps.crashes, config.crashes, before is not None and before.crashes != ps.crashes))
+        if config.disk_loss:
+            counters.append(("disk losses", ps.disk_losses, config.disk_loss,
+                             before is not None and before.disk_losses != ps.disk_losses))
+    return StepView(
+        index=i,
+        action=action_text,
+        sentence=sentence,
+        short=short,
+        replicas=tuple(_replica(before, ps, r) for r in range(len(ps.replicas))),
+        quorum=QuorumView(q.leader, q.leader_epoch, q.isr, frozenset(qchanged)),
+        requests=tuple((x.leader_epoch, x.leader, x.isr) for x in ps.requests),
+        new_request=before is not None and len(ps.requests) > len(before.requests),
+        histories=tuple(histories),
+        counters=tuple(counters),
+    )
+
+
+def build_view(trace: Trace) -> TraceView:
+    """The facts both views draw; ``trace`` should have passed ``check_trace``."""
+    lost: tuple[Record, ...] = ()
+    missing: tuple[tuple[int, Record], ...] = ()
+    if trace.property_name is None:
+        outcome, explanation = None, ""
+    elif trace.expectation == "sometimes":
+        outcome, explanation = WITNESSED, explain_witness(trace)
+    else:
+        found = diagnose(trace)
+        outcome, explanation, lost, missing = VIOLATED, found.text, found.records, found.missing_from
+    return TraceView(
+        config=trace.config,
+        summary=trace.config.summary(),
+        property_name=trace.property_name,
+        doc=trace.doc,
+        outcome=outcome,
+        explanation=explanation,
+        lost=lost,
+        missing_from=missing,
+        steps=tuple(_step(trace, i) for i in range(len(trace.steps))),
+    )
