@@ -45,19 +45,6 @@ class SymAction:
         return out
 
 
-def _names(e: z3.ExprRef, ids: dict[int, str], acc: set[str], seen: set[int]) -> None:
-    """The state variable names that occur in ``e``."""
-    if e.get_id() in seen:
-        return
-    seen.add(e.get_id())
-    name = ids.get(e.get_id())
-    if name is not None:
-        acc.add(name)
-        return
-    for child in e.children():
-        _names(child, ids, acc, seen)
-
-
 def _min(a: z3.ArithRef, b: z3.ArithRef | int) -> z3.ArithRef:
     return z3.If(a < b, a, b)
 
@@ -75,7 +62,6 @@ class SymbolicModel:
         self.kafka = not config.core
         self.revision = config.revision
         self.fenced = self.revision is Revision.KIP_320
-        self._independent: list[tuple[int, int]] | None = None
         if self.space.unbounded:
             self.actions = []
             for name, params in families(config):
@@ -131,40 +117,6 @@ class SymbolicModel:
             cases.append(t.v[n] == value)
         return z3.And(cases)
 
-    def independent_pairs(self) -> list[tuple[int, int]]:
-        """Pairs (x, y), x > y, of actions that touch disjoint state: neither writes what
-        the other reads or writes, so they commute and never enable or disable each other."""
-        if self._independent is None:
-            s = self.fresh("por")
-            _, epoch = self.step_vars(-1)
-            ids = {v.get_id(): n for n, v in s.v.items()}
-            rw = []
-            for a in self.actions:
-                guard, upd = self.guarded_update(s, a, epoch)
-                if z3.is_false(z3.simplify(guard)):
-                    rw.append(None)
-                    continue
-                reads: set[str] = set()
-                _names(guard, ids, reads, set())
-                for v in upd.values():
-                    _names(v, ids, reads, set())
-                writes = {n for n, v in upd.items() if not v.eq(s.v[n])}
-                rw.append((reads, writes))
-            self._independent = [
-                (x, y)
-                for x in range(len(rw))
-                for y in range(x)
-                if rw[x] and rw[y] and not (rw[x][1] & (rw[y][0] | rw[y][1])) and not (rw[y][1] & rw[x][0])
-            ]
-        return self._independent
-
-    def canonical_order(self, act: z3.ExprRef, next_act: z3.ExprRef) -> z3.BoolRef:
-        """Partial-order reduction for consecutive steps: of two independent actions, the
-        lower catalogue index goes first. Swapping adjacent independent steps keeps the
-        path's length and end state, so a shortest counterexample has a canonical form
-        (an intermediate state that broke a property would be a shorter one)."""
-        return z3.And([z3.Or(act != x, next_act != y) for x, y in self.independent_pairs()])
-
     def decode_action(self, act: int, epoch: int) -> tuple[str, dict[str, int]]:
         a = self.actions[act]
         return a.name, a.args(epoch)
@@ -210,19 +162,42 @@ class SymbolicModel:
         leads = s.qlead == r
         only_r = z3.And(s.q(r), *[z3.Not(s.q(m)) for m in range(rf) if m != r])
         others = z3.Or([s.q(m) for m in range(rf) if m != r]) if rf > 1 else FALSE
-        # a failed leader leaves no leader; a failed follower leaves the ISR, but in the
-        # Kafka model the last ISR member stays (ZooKeeper-era Kafka)
-        follower_ok = z3.And(s.q(r), others) if self.kafka else s.q(r)
-        guard = z3.And(self._can_elect(s), z3.Or(leads, follower_ok))
+        if self.kafka:
+            # a failed leader leaves the partition leaderless only when no other ISR member
+            # is alive (otherwise ControllerFailover elects one); a failed follower leaves
+            # the ISR, but the last ISR member stays (ZooKeeper-era Kafka)
+            others_down = z3.And([z3.Implies(s.q(m), z3.Not(s.alive(m))) for m in range(rf) if m != r])
+            leader_fails = z3.And(leads, others_down)
+            follower_fails = z3.And(z3.Not(leads), s.q(r), others)
+        else:
+            leader_fails = leads
+            follower_fails = z3.And(z3.Not(leads), s.q(r))
+        guard = z3.And(self._can_elect(s), z3.Or(leader_fails, follower_fails))
         new_isr = [z3.And(leads, only_r) if m == r else s.q(m) for m in range(rf)]
         upd: Updates = {f"q{m}": new_isr[m] for m in range(rf)}
         self._new_request(s, upd, z3.If(leads, NO, s.qlead), new_isr)
         return guard, upd
 
+    def _ControllerFailover(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
+        """Kafka's failover: the controller sees the leader fail and, in the same request,
+        elects a live ISR member and drops the old leader from the ISR."""
+        r, rf = p["leader"], self.space.rf
+        guard = z3.And(self._can_elect(s), s.qlead != NO, s.qlead != r, s.q(r), s.alive(r))
+        new_isr = [z3.And(s.q(m), s.qlead != m) for m in range(rf)]
+        upd: Updates = {f"q{m}": new_isr[m] for m in range(rf)}
+        self._new_request(s, upd, r, new_isr)
+        return guard, upd
+
     def _ControllerUncleanElect(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
         r, rf = p["leader"], self.space.rf
-        no_live_isr = z3.And([z3.Implies(s.q(m), z3.Not(s.alive(m))) for m in range(rf)])
-        guard = z3.And(self._can_elect(s), no_live_isr, s.alive(r))
+
+        def deposed(m: int) -> z3.BoolRef:
+            """The last ISR member, just failed as leader: the controller counts it as down."""
+            only_m = z3.And(s.q(m), *[z3.Not(s.q(x)) for x in range(rf) if x != m])
+            return z3.And(s.nle >= 2, s.qlead == NO, s.req_lead(s.nle - 2) == m, only_m)
+
+        no_live_isr = z3.And([z3.Implies(s.q(m), z3.Or(z3.Not(s.alive(m)), deposed(m))) for m in range(rf)])
+        guard = z3.And(self._can_elect(s), no_live_isr, s.alive(r), z3.Not(deposed(r)))
         new_isr = [z3.BoolVal(m == r) for m in range(rf)]
         upd: Updates = {f"q{m}": new_isr[m] for m in range(rf)}
         self._new_request(s, upd, r, new_isr)
@@ -234,6 +209,8 @@ class SymbolicModel:
         upd: Updates = {f"r{r}.lep": self.space.c(e) if isinstance(e, int) else e, f"r{r}.ld": self.space.c(r)}
         for m in range(rf):
             upd[f"r{r}.isr{m}"] = s.req_isr(e, m)
+        if self.space.track_since:  # a new leadership: its purgatory starts empty
+            upd[f"r{r}.since"] = z3.If(s.ld(r) != r, upd[f"r{r}.lep"], s.since(r))
         if self.kafka:
             self._expose(s, upd, s.hw(r), s.length(r), self._log_ids(s, r), e == s.nle - 1)
         return guard, upd
@@ -265,6 +242,8 @@ class SymbolicModel:
         upd[f"r{r}.ld"] = self.space.c(lead)
         for m in range(rf):
             upd[f"r{r}.isr{m}"] = s.req_isr(e, m)
+        if self.space.track_since:
+            upd[f"r{r}.since"] = self.space.c(NO)  # NotLeader: the pending produces fail
         return z3.And(guard), upd
 
     def _LeaderWrite(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
@@ -309,8 +288,9 @@ class SymbolicModel:
                 rec_id = ite_chain(h, [s.rid(r, o) for o in range(sp.ls)], self.space.c(0))
                 rec_ep = ite_chain(h, [s.rep(r, o) for o in range(sp.ls)], self.space.c(NO))
                 enough = _popcount(sp, [s.isr(r, m) for m in range(rf)]) >= cfg.min_isr
-                # the delayed produce completes for a record of this leader's epoch
-                self._add(s, upd, "acked", rec_id, z3.And(h < s.length(r), rec_ep == s.lep(r), enough))
+                # appended during this leadership: its delayed produce completes (with a
+                # smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
+                self._add(s, upd, "acked", rec_id, z3.And(h < s.length(r), rec_ep >= s.since(r), enough))
             true_leader = z3.And(s.qlead == r, s.lep(r) == s.qep)
             self._expose(s, upd, h + 1, s.length(r), self._log_ids(s, r), true_leader)
         return z3.And(guard), upd
@@ -333,7 +313,13 @@ class SymbolicModel:
     def _LeaderExpandIsr(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
         r, f, rf, ls = p["leader"], p["follower"], self.space.rf, self.space.ls
         h, end = s.hw(r), s.length(r)
-        if self.fenced:
+        if self.fenced and self.kafka:
+            # Kafka 2.1+: the follower's log end has reached the HWM and the start of the
+            # leader's epoch (Partition.isFollowerInSync)
+            caught_up = z3.And(
+                s.lep(f) == s.lep(r), s.length(f) >= h, s.length(f) >= self._epoch_start(s, r, s.lep(r))
+            )
+        elif self.fenced:
             at_h = ite_chain(h, [s.rep(r, o) for o in range(ls)], self.space.c(NO))
             caught_up = z3.And(
                 s.lep(f) == s.lep(r),
@@ -377,6 +363,8 @@ class SymbolicModel:
             upd[f"r{r}.isr{m}"] = FALSE
         upd[f"r{r}.alive"] = FALSE
         upd[f"r{r}.mark"] = s.nid
+        if self.space.track_since:
+            upd[f"r{r}.since"] = self.space.c(NO)
 
     def _BrokerCrash(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
         r = p["replica"]
@@ -409,6 +397,8 @@ class SymbolicModel:
             f"r{r}.alive": TRUE,
             f"r{r}.mark": self.space.c(0),
         }
+        if self.space.track_since:
+            upd[f"r{r}.since"] = self.space.c(NO)
         for m in range(rf):
             upd[f"r{r}.isr{m}"] = FALSE
         return guard, upd
@@ -420,6 +410,13 @@ class SymbolicModel:
     def _last_epoch(self, s: SymState, r: int) -> z3.ArithRef:
         ls = self.space.ls
         return ite_chain(s.length(r) - 1, [s.rep(r, o) for o in range(ls)], self.space.c(NO))
+
+    def _epoch_start(self, s: SymState, r: int, epoch: z3.ArithRef) -> z3.ArithRef:
+        """Where ``epoch`` starts in broker r's log: its first record of that epoch or later, else its end."""
+        out: z3.ArithRef = s.length(r)
+        for o in reversed(range(self.space.ls)):
+            out = z3.If(z3.And(o < s.length(r), s.rep(r, o) >= epoch), o, out)
+        return out
 
     def _first_nonmatching(self, s: SymState, lead: int, r: int) -> z3.ArithRef:
         """KIP-279: one past the largest offset where both logs hold the identical record."""

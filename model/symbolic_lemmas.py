@@ -46,6 +46,10 @@ def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
             add(f"records of broker {r} have issued ids", z3.Implies(here, s.rid(r, o) < s.nid))
             add(f"records of broker {r} have issued epochs", z3.Implies(here, s.rep(r, o) < s.nle))
             add(
+                f"records of broker {r} carry the epoch of a request that named a leader",
+                z3.Implies(here, s.req_lead(s.rep(r, o)) != NO),
+            )
+            add(
                 f"records of broker {r} are not from a later epoch than its own",
                 z3.Implies(z3.And(here, s.ld(r) != NO), s.rep(r, o) <= s.lep(r)),
             )

@@ -60,6 +60,7 @@ class Space:
         self.kafka = not config.core
         self.crashes = config.crashes if self.kafka else 0
         self.disk_loss = config.disk_loss if self.kafka else 0
+        self.track_since = self.kafka and config.acks == "all"  # a leader's purgatory (acks=all)
         self.histories: tuple[str, ...] = ()
         if self.kafka:
             self.histories = ("acked", "committed") + (("readable",) if config.consumer else ())
@@ -90,6 +91,8 @@ class Space:
             if self.crashes:
                 self.bools.append(f"r{r}.alive")
                 self.ints[f"r{r}.mark"] = (0, mr)
+            if self.track_since:
+                self.ints[f"r{r}.since"] = (NO, me)
         if self.crashes:
             self.ints["crashes"] = (0, self.crashes)
             if self.disk_loss:
@@ -189,6 +192,8 @@ class Space:
             if self.crashes:
                 val[f"r{r}.alive"] = rs.alive
                 val[f"r{r}.mark"] = 0 if rs.alive else (rs.crash_mark or 0)
+            if self.track_since:
+                val[f"r{r}.since"] = _opt(rs.leader_since)
         if self.crashes:
             val["crashes"] = ps.crashes
             if self.disk_loss:
@@ -233,7 +238,7 @@ class Space:
         for r in range(self.rf):
             log = tuple(Record(num(s.rid(r, o)), num(s.rep(r, o))) for o in range(num(s.length(r))))
             alive = flag(s.alive(r))
-            lep, ld = num(s.lep(r)), num(s.ld(r))
+            lep, ld, since = num(s.lep(r)), num(s.ld(r)), num(s.since(r))
             replicas.append(
                 ReplicaState(
                     log=log,
@@ -243,6 +248,7 @@ class Space:
                     isr=frozenset(m for m in range(self.rf) if flag(s.isr(r, m))),
                     alive=alive,
                     crash_mark=None if alive else num(s.mark(r)),
+                    leader_since=None if since == NO else since,
                 )
             )
         nle = num(s.nle)
@@ -362,6 +368,10 @@ class SymState:
 
     def mark(self, r: int) -> z3.ArithRef:
         return self.v.get(f"r{r}.mark", self.space.c(0))
+
+    def since(self, r: int) -> z3.ArithRef:
+        """The epoch in which broker r's current leadership began (-1: not tracked or not leading)."""
+        return self.v.get(f"r{r}.since", self.space.c(NO))
 
     # history sets (Kafka model only)
     def holds(self, history: str, i: z3.ArithRef | int) -> z3.BoolRef:

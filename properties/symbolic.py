@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import z3
 
-from isrcheck.model.symbolic_state import FALSE, NO, SymState
+from isrcheck.model.symbolic_state import FALSE, SymState
 
 _fresh = itertools.count()
 
@@ -47,14 +47,20 @@ def _agree_below(s: SymState, a: int, b: int, h: z3.ArithRef) -> z3.BoolRef:
 
 
 def _isr_broken(s: SymState, strong: bool) -> z3.BoolRef:
-    """Some believed leader with a non-zero HWM whose prefix is missing on an ISR member."""
+    """Some believed leader with a non-zero HWM whose prefix is missing on an electable
+    ISR member: a live one, or for strong-isr the last member even when down
+    (catalog.electable)."""
     rf = s.space.rf
     cases = []
     for r1 in range(rf):
         leads = z3.And(s.ld(r1) == r1, s.hw(r1) > 0)
+        members = [s.q(m) if strong else s.isr(r1, m) for m in range(rf)]
         for r2 in range(rf):
-            member = s.q(r2) if strong else s.isr(r1, r2)
-            cases.append(z3.And(leads, member, z3.Not(_agree_below(s, r1, r2, s.hw(r1)))))
+            electable = z3.And(members[r2], s.alive(r2))
+            if strong:
+                last = z3.And(members[r2], *[z3.Not(members[m]) for m in range(rf) if m != r2])
+                electable = z3.Or(electable, last)
+            cases.append(z3.And(leads, electable, z3.Not(_agree_below(s, r1, r2, s.hw(r1)))))
     return z3.Or(cases)
 
 
@@ -99,17 +105,19 @@ def _nonempty(s: SymState, history: str) -> Goal:
 
 
 def _leader_failover(s: SymState) -> Goal:
-    """The true leader differs from the leader named by some earlier request."""
-    rf, me = s.space.rf, s.space.me
-
-    def other(e) -> z3.BoolRef:
-        lead = s.req_lead(e)
-        return z3.And(e < s.nle, lead != NO, z3.Or([z3.And(s.true_leader_is(q), lead != q) for q in range(rf)]))
-
-    if me is None:
-        w = _witness("epoch")
-        return Goal(z3.And(w >= 0, other(w)), (w,))
-    return Goal(z3.Or([other(e) for e in range(me + 1)]))
+    """The true leader holds a committed record written in an epoch that another broker led."""
+    rf, ls = s.space.rf, s.space.ls
+    cases = [
+        z3.And(
+            s.true_leader_is(q),
+            o < s.length(q),
+            s.holds("committed", s.rid(q, o)),
+            s.req_lead(s.rep(q, o)) != q,
+        )
+        for q in range(rf)
+        for o in range(ls)
+    ]
+    return Goal(z3.Or(cases))
 
 
 def _write_after_crash(s: SymState) -> Goal:
