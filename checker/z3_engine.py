@@ -288,6 +288,7 @@ class _Induction:
         if self.states:
             act, epoch = sym.step_vars(1000 + k)
             self.solver.add(sym.trans(self.states[-1], t, act, epoch))
+            self.solver.add(*self.run.proof_lemmas.requests_at(self.states[-1], [epoch]))
             self.steps.append((act, epoch))
             for u in self.states:  # simple path: every state differs from every earlier one
                 self.solver.add(z3.Or([a != b for a, b in zip(u.terms(), t.terms())]))

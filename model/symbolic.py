@@ -24,9 +24,9 @@ import z3
 
 from .actions import Catalogue, families
 from .config import ModelConfig, Revision
+from .symbolic_logs import Updates, add_id, epoch_start, expose, first_nonmatching, kip101_lookup, last_epoch, log_ids
 from .symbolic_state import FALSE, NO, TRUE, Space, SymState, ite_chain
 
-Updates = dict[str, z3.ExprRef]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +212,7 @@ class SymbolicModel:
         if self.space.track_since:  # a new leadership: its purgatory starts empty
             upd[f"r{r}.since"] = z3.If(s.ld(r) != r, upd[f"r{r}.lep"], s.since(r))
         if self.kafka:
-            self._expose(s, upd, s.hw(r), s.length(r), self._log_ids(s, r), e == s.nle - 1)
+            expose(s, upd, s.hw(r), s.length(r), log_ids(s, r), e == s.nle - 1)
         return guard, upd
 
     def _BecomeFollower(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
@@ -226,11 +226,11 @@ class SymbolicModel:
         if self.kafka and rev is not Revision.HW_TRUNCATION:
             guard.append(s.alive(lead))  # the truncation point needs an answer from the leader
         if self.fenced or rev is Revision.KIP_279:
-            to = self._first_nonmatching(s, lead, r)
+            to = first_nonmatching(s, lead, r)
         elif rev is Revision.HW_TRUNCATION:
             to = s.hw(r)
         else:
-            lookup = self._kip101_lookup(s, lead, self._last_epoch(s, r))
+            lookup = kip101_lookup(s, lead, last_epoch(s, r))
             to = z3.If(s.length(r) == 0, 0, z3.If(lookup < 0, s.hw(r), lookup))
         guard.append(to <= s.length(r))  # a truncation past the log end is disabled
         upd: Updates = {f"r{r}.len": to, f"r{r}.hw": _min(to, s.hw(r))}
@@ -263,9 +263,9 @@ class SymbolicModel:
             new_ids.append(upd[f"r{r}.id{o}"])
         if self.kafka:
             if cfg.acks == "1":
-                self._add(s, upd, "acked", s.nid, TRUE)
+                add_id(s, upd, "acked", s.nid, TRUE)
             true_leader = z3.And(s.qlead == r, s.lep(r) == s.qep)
-            self._expose(s, upd, s.hw(r), n + 1, new_ids, true_leader)
+            expose(s, upd, s.hw(r), n + 1, new_ids, true_leader)
         return z3.And(guard), upd
 
     def _LeaderIncHighWatermark(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
@@ -290,9 +290,9 @@ class SymbolicModel:
                 enough = _popcount(sp, [s.isr(r, m) for m in range(rf)]) >= cfg.min_isr
                 # appended during this leadership: its delayed produce completes (with a
                 # smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
-                self._add(s, upd, "acked", rec_id, z3.And(h < s.length(r), rec_ep >= s.since(r), enough))
+                add_id(s, upd, "acked", rec_id, z3.And(h < s.length(r), rec_ep >= s.since(r), enough))
             true_leader = z3.And(s.qlead == r, s.lep(r) == s.qep)
-            self._expose(s, upd, h + 1, s.length(r), self._log_ids(s, r), true_leader)
+            expose(s, upd, h + 1, s.length(r), log_ids(s, r), true_leader)
         return z3.And(guard), upd
 
     def _true_leader_guard(self, s: SymState, r: int) -> z3.BoolRef:
@@ -317,7 +317,7 @@ class SymbolicModel:
             # Kafka 2.1+: the follower's log end has reached the HWM and the start of the
             # leader's epoch (Partition.isFollowerInSync)
             caught_up = z3.And(
-                s.lep(f) == s.lep(r), s.length(f) >= h, s.length(f) >= self._epoch_start(s, r, s.lep(r))
+                s.lep(f) == s.lep(r), s.length(f) >= h, s.length(f) >= epoch_start(s, r, s.lep(r))
             )
         elif self.fenced:
             at_h = ite_chain(h, [s.rep(r, o) for o in range(ls)], self.space.c(NO))
@@ -402,57 +402,3 @@ class SymbolicModel:
         for m in range(rf):
             upd[f"r{r}.isr{m}"] = FALSE
         return guard, upd
-
-    # ---- logs and history ----------------------------------------------------------
-    def _log_ids(self, s: SymState, r: int) -> list[z3.ArithRef]:
-        return [s.rid(r, o) for o in range(self.space.ls)]
-
-    def _last_epoch(self, s: SymState, r: int) -> z3.ArithRef:
-        ls = self.space.ls
-        return ite_chain(s.length(r) - 1, [s.rep(r, o) for o in range(ls)], self.space.c(NO))
-
-    def _epoch_start(self, s: SymState, r: int, epoch: z3.ArithRef) -> z3.ArithRef:
-        """Where ``epoch`` starts in broker r's log: its first record of that epoch or later, else its end."""
-        out: z3.ArithRef = s.length(r)
-        for o in reversed(range(self.space.ls)):
-            out = z3.If(z3.And(o < s.length(r), s.rep(r, o) >= epoch), o, out)
-        return out
-
-    def _first_nonmatching(self, s: SymState, lead: int, r: int) -> z3.ArithRef:
-        """KIP-279: one past the largest offset where both logs hold the identical record."""
-        out: z3.ArithRef = self.space.c(0)
-        for o in range(self.space.ls):
-            same = z3.And(
-                o < s.length(lead), o < s.length(r), s.rid(lead, o) == s.rid(r, o), s.rep(lead, o) == s.rep(r, o)
-            )
-            out = z3.If(same, o + 1, out)
-        return out
-
-    def _kip101_lookup(self, s: SymState, lead: int, epoch: z3.ArithRef) -> z3.ArithRef:
-        """KIP-101 OffsetForLeaderEpoch answer, or -1 where the follower falls back to its HWM."""
-        ls, n = self.space.ls, s.length(lead)
-        first_later: z3.ArithRef = self.space.c(NO)
-        for o in reversed(range(ls)):
-            first_later = z3.If(z3.And(o < n, s.rep(lead, o) > epoch), o, first_later)
-        return z3.If(n == 0, NO, z3.If(self._last_epoch(s, lead) == epoch, n, first_later))
-
-    def _add(self, s: SymState, upd: Updates, history: str, rid: z3.ArithRef, cond: z3.BoolRef) -> None:
-        """Record id ``rid`` joins a history set when ``cond`` (composes with earlier updates)."""
-        sp = self.space
-        if history not in sp.histories:
-            return
-        if sp.mr is None:
-            cur = upd.get(history, s.v[history])
-            upd[history] = z3.Store(cur, rid, z3.Or(z3.Select(cur, rid), cond))
-            return
-        for i in range(sp.mr):
-            name = f"{history}{i}"
-            upd[name] = z3.Or(upd.get(name, s.v[name]), z3.And(cond, rid == i))
-
-    def _expose(self, s: SymState, upd: Updates, k, length, ids: list, true_leader) -> None:
-        """Ids now below a believed leader's HWM ``k`` (of a log of ``length``): readable by
-        some consumer, and committed when that leader is the true leader."""
-        for o, rid in enumerate(ids):
-            below = z3.And(o < k, o < length)
-            self._add(s, upd, "readable", rid, below)
-            self._add(s, upd, "committed", rid, z3.And(below, true_leader))

@@ -15,8 +15,30 @@ import z3
 from .symbolic_state import NO, SymState
 
 
+def request_candidates(s: SymState, e: z3.ArithRef) -> list[tuple[str, z3.BoolRef]]:
+    """Guesses about the request of epoch ``e``. With unbounded epochs they are meant for
+    every epoch: Houdini checks them at an arbitrary one, and each use instantiates them
+    at the epochs that a state or a step refers to."""
+    rf = s.space.rf
+    sent = z3.And(e >= 0, e < s.nle)
+    lead = s.req_lead(e)
+    named = z3.And([z3.Implies(lead == m, s.req_isr(e, m)) for m in range(rf)])
+    return [
+        ("a request names a broker or none", z3.Implies(sent, z3.And(lead >= NO, lead < rf))),
+        ("a request's leader is in its ISR", z3.Implies(sent, named)),
+    ]
+
+
+def referenced_epochs(s: SymState) -> list[z3.ArithRef]:
+    """The epochs whose requests a state refers to: the newest two, each broker's, each record's."""
+    sp = s.space
+    out = [s.nle - 1, s.nle - 2] + [s.lep(r) for r in range(sp.rf)] + [s.since(r) for r in range(sp.rf)]
+    return out + [s.rep(r, o) for r in range(sp.rf) for o in range(sp.ls)]
+
+
 def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
-    """(readable name, formula) pairs over one state."""
+    """(readable name, formula) pairs over one state (request guesses of unbounded epochs
+    apart: ``request_candidates``)."""
     sp = s.space
     rf, ls = sp.rf, sp.ls
     out: list[tuple[str, z3.BoolRef]] = []
@@ -73,14 +95,9 @@ def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
                     add("logs that share a record share what precedes it", z3.Implies(same, z3.And(prefix)))
     for q in range(rf):
         add("the quorum leader is in the quorum ISR", z3.Implies(s.qlead == q, s.q(q)))
-    def leader_in_request_isr(e) -> z3.BoolRef:
-        lead = s.req_lead(e)
-        named = z3.And([z3.Implies(lead == m, s.req_isr(e, m)) for m in range(rf)])
-        return z3.Implies(z3.And(e >= 0, e < s.nle), named)
-
     if sp.me is not None:
         for e in range(sp.me + 1):
-            add("a request's leader is in its ISR", leader_in_request_isr(e))
+            out += request_candidates(s, s.space.c(e))
     if sp.mr is not None:
         for h in sp.histories:
             for i in range(sp.mr):
