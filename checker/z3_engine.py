@@ -15,8 +15,16 @@ it is unsatisfiable the property holds at every depth for these constants:
 ``proved``. Properties proved earlier in the run are assumed as lemmas. When the
 step stays satisfiable, the last counterexample to induction is kept in Kafka words.
 ``prove="spacer"`` asks Z3's Spacer (constrained Horn clauses) for an inductive
-invariant instead. Statistics: ``states`` and ``generated`` are 0 (nothing is
-enumerated); ``depth`` is the deepest depth BMC fully checked, in states.
+invariant instead. Both BMC and induction first assume the structural lemmas that
+Houdini proves (z3_lemmas.py), which prunes unreachable states from both.
+
+Unbounded epochs and records (``ModelConfig.unbounded``): BMC encodes runs of at
+most ``max_depth`` states with bounds that no such run reaches (exact for them);
+induction and Spacer use unbounded integers and arrays. Their counterexamples
+replay on the smallest bounded configuration that holds them (``replay_config``).
+
+Statistics: ``states`` and ``generated`` are 0 (nothing is enumerated); ``depth``
+is the deepest depth BMC fully checked, in states. Symmetry reduction is ignored.
 """
 
 from __future__ import annotations

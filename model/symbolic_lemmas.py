@@ -90,6 +90,8 @@ def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
                     else:
                         add("a record id has one epoch", z3.Implies(same_id, s.rep(r, o) == s.rep(r2, o)))
                 if r2 > r:
+                    same_epoch = z3.And(here, o < s.length(r2), s.rep(r, o) == s.rep(r2, o))
+                    add("an epoch and an offset name one record", z3.Implies(same_epoch, s.rid(r, o) == s.rid(r2, o)))
                     same = z3.And(here, o < s.length(r2), s.rid(r, o) == s.rid(r2, o), s.rep(r, o) == s.rep(r2, o))
                     prefix = [z3.And(s.rid(r, p) == s.rid(r2, p), s.rep(r, p) == s.rep(r2, p)) for p in range(o)]
                     add("logs that share a record share what precedes it", z3.Implies(same, z3.And(prefix)))
