@@ -216,18 +216,18 @@ class _Run:
         within = f"no {'violation' if pend.prop.expectation == 'always' else 'witness'} up to depth {depth}"
         if self.options.max_depth is None:
             within += f" (default depth of --engine z3: {self.engine.default_depth} states)"
-        if not exhausted:
-            r.note = within if not self.stop else f"{within}; stopped: {self.stop}"
-            return
-        r.status = "holds" if pend.prop.expectation == "always" else "violated"
-        if self.engine.prove == "spacer" and not self.stop:
+        if self.stop:
+            within += f"; stopped: {self.stop}"
+        elif exhausted:
+            r.status = "holds" if pend.prop.expectation == "always" else "violated"
+        if exhausted and self.engine.prove == "spacer":
             from .z3_spacer import spacer_proof
 
             pend.proof = spacer_proof(self, pend.prop)
             if pend.proof["outcome"] == "proved":
                 self._proved(pend, r)
                 return
-        if pend.proof:
+        if pend.proof:  # how far the proof got, also when the search was stopped
             r.proof = dict(pend.proof)
             if pend.cti is not None:
                 r.proof["cti"] = "\n".join(pend.cti.lines(pend.prop.name))

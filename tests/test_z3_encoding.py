@@ -78,7 +78,7 @@ class Relation:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_explicit_successor_of_an_arbitrary_state_satisfies_the_symbolic_relation(config, data):
     rel = Relation.of(config)
@@ -97,7 +97,7 @@ def test_the_symbolic_successors_of_reachable_states_are_exactly_the_explicit_on
 
 
 @pytest.mark.parametrize("config", CONFIGS[:4] + CONFIGS[6:8], ids=IDS[:4] + IDS[6:8])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_the_symbolic_successors_of_arbitrary_states_are_exactly_the_explicit_ones(config, data):
     rel = Relation.of(config)
@@ -117,7 +117,7 @@ def test_every_reachable_state_of_a_small_configuration_has_exactly_its_explicit
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_the_domain_holds_exactly_the_states_the_packed_layout_can_encode(config, data):
     rel = Relation.of(config)

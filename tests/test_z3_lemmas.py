@@ -28,7 +28,7 @@ def test_every_kept_lemma_holds_in_sampled_reachable_states(config):
     s = sym.fresh("s")
     cands = candidates(s)
     kept = [cands[i] for i in lemmas.kept]
-    for state in spread(reachable(model, 50_000), 400):
+    for state in spread(reachable(model, 50_000), 250):
         m = concrete(sym.space, s, model.decode(state))
         broken = [name for name, f in kept if not z3.is_true(m.eval(f, model_completion=True))]
         assert not broken, model.decode(state)

@@ -40,7 +40,7 @@ class Goals:
         self.s = self.sym.fresh("s")
         self.props = select(config)
         self.goals = [(p, goal(p.name, self.s).formula) for p in self.props]
-        self.samples = [self.model.decode(x) for x in spread(reachable(self.model, 40_000), 1000)]
+        self.samples = [self.model.decode(x) for x in spread(reachable(self.model, 40_000), 600)]
 
     @classmethod
     def of(cls, config: ModelConfig) -> "Goals":
@@ -78,7 +78,7 @@ def test_every_goal_but_leader_in_isr_is_met_in_some_sampled_reachable_state():
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_goals_agree_with_the_readable_definitions_on_arbitrary_states(config, data):
     g = Goals.of(config)
