@@ -3,6 +3,9 @@
     python bench/bench_bfs.py            # every configuration below
     python bench/bench_bfs.py kip320-rf3  # one by name
 
+This is the scalar kernel's bench (``--kernel scalar``); ``bench_vector.py`` compares
+the two kernels with the same child process.
+
 Each configuration runs in a fresh interpreter so that peak memory is its own;
 bytes per state is (peak RSS - the RSS of an interpreter that imported isrcheck
 and built the model) / distinct states. TLC's figure for the kip-320 rf 3 space
@@ -12,6 +15,7 @@ on our 2-core machines is about 57 s for 737,794 states (1,967,560 generated).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,11 +29,13 @@ CONFIGS = {
     "main-job": ["--rf", "3", "--min-isr", "2"],
 }
 
+# The child honours check-model's --kernel, and BENCH_WORKERS (threads of the vector kernel);
+# "tables" is the time to build the model's tables (and the vector kernel's), before the search.
 CHILD = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 from click.core import ParameterSource
 from isrcheck.checker import CheckOptions
-from isrcheck.checker.engine import current_rss
+from isrcheck.checker.engine import current_rss, peak_rss
 from isrcheck.cli.check_model import main, model_config_from
 from isrcheck.cli.runner import CheckRun, run_check
 from isrcheck.model import ReplicationModel
@@ -37,20 +43,40 @@ from isrcheck.model import ReplicationModel
 ctx = main.make_context("check-model", sys.argv[1:])
 p = ctx.params
 config = model_config_from(p, {k for k in p if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE})
-ReplicationModel(config).symmetry  # imports and tables in place before the baseline is read
-baseline = current_rss()
+engine_args = {"kernel": p["kernel"]}
+if os.environ.get("BENCH_WORKERS"):
+    engine_args["workers"] = int(os.environ["BENCH_WORKERS"])
+import numpy  # imported by the vector kernel: part of the baseline, not of the states
 t = time.perf_counter()
-run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None)
+model = ReplicationModel(config)
+model.symmetry  # imports and tables in place before the baseline is read
+if p["kernel"] == "vector" and config.core:
+    from isrcheck.model.kernel import kernel_for
+    from isrcheck.properties import select
+    kernel = kernel_for(model)  # kept for this configuration: the run below reuses it
+    for prop in select(config):
+        kernel.predicate(prop.name)
+    if p["symmetry"]:
+        kernel.supports_symmetry()
+tables = time.perf_counter() - t
+baseline = current_rss()
+t, cpu = time.perf_counter(), time.process_time()
+run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
+               engine_args=engine_args)
 s = run_check(run).result.stats
 wall = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+cpu = time.process_time() - cpu
+peak = peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
-                      wall=wall, peak=peak, baseline=baseline)))
+                      wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline)))
 """
 
 
-def run(name: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, *CONFIGS[name]], capture_output=True, text=True, check=True)
+def run(name: str, args: list[str] | None = None, workers: int | None = None) -> dict:
+    """One configuration in a fresh interpreter; ``args`` default to this bench's own (scalar kernel)."""
+    env = dict(os.environ, **({"BENCH_WORKERS": str(workers)} if workers else {}))
+    argv = args if args is not None else [*CONFIGS[name], "--kernel", "scalar"]
+    out = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -37,8 +37,23 @@ class SearchState:
         self.elapsed = 0.0  # seconds spent before this process took over
 
 
+KERNELS = ("vector", "scalar")
+
+
 class BfsEngine:
+    """``kernel="vector"`` runs ``bfs_vector.py`` where the model has a vector kernel that
+    covers the properties and no checkpoint is involved; the scalar loop otherwise.
+    ``kernel_used`` and ``fallback`` say afterwards which ran and why. ``workers`` is
+    threads for the vector kernel (its default: up to 2) and processes for the scalar
+    one (``bfs_parallel.py``; its default: 1, and checkpoints always run in one process)."""
+
     name = "bfs"
+
+    def __init__(self, kernel: str = "vector", workers: int | None = None) -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+        self.kernel, self.workers = kernel, workers
+        self.kernel_used, self.fallback = "", ""
 
     def check(
         self,
@@ -52,8 +67,30 @@ class BfsEngine:
         """Search; ``resume`` continues a saved search, ``checkpoint`` is called with the
         search state at level ends, every ``options.checkpoint_every`` seconds, and at the end."""
         observer = observer or Observer()
-        search = _Search(model, properties, options, observer, resume, checkpoint)
-        return search.run()
+        self.kernel_used, self.fallback = "scalar", ""
+        if self.kernel == "vector":
+            kernel, self.fallback = None, "the vector kernel covers the core machine (--core) only"
+            if resume is not None or checkpoint is not None:
+                self.fallback = "checkpoints are written by the scalar kernel"
+            elif model.config.core:  # checked first: NumPy is imported only where it is used
+                from .bfs_vector import VectorSearch, vector_kernel
+
+                kernel, self.fallback = vector_kernel(model, properties, options)
+            if kernel is not None:
+                self.kernel_used = "vector"
+                search = VectorSearch(model, kernel, properties, options, observer, self.workers)
+                result = search.run()
+                result.kernel, result.workers = "vector", search.workers
+                return result
+        if (self.workers or 1) > 1 and resume is None and checkpoint is None:
+            from .bfs_parallel import ParallelBfsEngine
+
+            result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
+            result.workers = self.workers
+        else:
+            result = _Search(model, properties, options, observer, resume, checkpoint).run()
+        result.kernel, result.kernel_note = "scalar", self.fallback if self.kernel == "vector" else ""
+        return result
 
 
 class _Search:

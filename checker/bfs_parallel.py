@@ -1,10 +1,11 @@
 """Breadth-first search on several cores: the frontier and the visited set split by owner.
 
-Each worker process owns the states whose fingerprint falls to it. A level runs in
-two phases: every worker expands its part of the frontier (successors,
-canonicalisation) and keeps what it owns, sending the rest to their owners through
-the coordinator; then every owner removes what it has seen, stores the new states
-with (owner, index) parent pointers and checks the properties on them. Levels are
+Each worker process owns the states whose fingerprint falls to it. In a level every
+worker expands its part of the frontier (successors, canonicalisation), keeps what it
+owns and sends the rest straight to their owners over worker-to-worker pipes; then it
+removes what it has seen from what it owns, stores the new states with (owner, index)
+parent pointers and checks the properties on them. The coordinator only starts
+levels and collects counts. Levels are
 the same sets as in one process, so distinct counts, depths, verdicts and shortest
 trace lengths agree with the single-process engine (an early stop happens at the
 end of a level here, so partial counts of early-stopped runs differ).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from array import array
 from typing import Sequence
@@ -42,8 +44,10 @@ def owner_of(state: int, workers: int) -> int:
 class _Worker:
     """The part of the search one process owns."""
 
-    def __init__(self, index: int, workers: int, model: ReplicationModel, properties, symmetry: bool, stop) -> None:
+    def __init__(self, index: int, workers: int, model: ReplicationModel, properties, symmetry: bool, stop,
+                 inbox, outbox) -> None:
         self.index, self.workers = index, workers
+        self.inbox, self.outbox = inbox, outbox  # peer -> receiving / sending pipe end
         self.model = model
         self.canonical = model.symmetry.canonical if symmetry else None
         self.stop = stop
@@ -98,6 +102,23 @@ class _Worker:
                 return buckets, generated, True
         return buckets, generated, False
 
+    def level(self) -> tuple[int, dict[str, int], int, bool]:
+        """Expand, exchange with the peers, absorb: (new states, found, generated, stopped)."""
+        buckets, generated, stopped = self.expand()
+        me = self.index
+        senders = [
+            threading.Thread(target=self.outbox[peer].send, args=(buckets[peer],))
+            for peer in range(self.workers)
+            if peer != me
+        ]
+        for t in senders:  # send while receiving: neither side blocks on a full pipe
+            t.start()
+        blocks = [buckets[me] if peer == me else self.inbox[peer].recv() for peer in range(self.workers)]
+        for t in senders:
+            t.join()
+        new, found = self.absorb(blocks)
+        return new, found, generated, stopped
+
     def serve(self, conn) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
         while True:
@@ -105,8 +126,8 @@ class _Worker:
             kind = msg[0]
             if kind == "absorb":
                 conn.send(self.absorb(msg[1]))
-            elif kind == "expand":
-                conn.send(self.expand())
+            elif kind == "level":
+                conn.send(self.level())
             elif kind == "entry":
                 i = msg[1]
                 conn.send((self.states[i], self.parents[i], self.actions[i]))
@@ -119,9 +140,9 @@ class _Worker:
                 return
 
 
-def _run_worker(conn, index, workers, model, properties, symmetry, stop) -> None:
+def _run_worker(conn, index, workers, model, properties, symmetry, stop, inbox, outbox) -> None:
     try:
-        _Worker(index, workers, model, properties, symmetry, stop).serve(conn)
+        _Worker(index, workers, model, properties, symmetry, stop, inbox, outbox).serve(conn)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):  # the coordinator went away
         pass
 
@@ -142,11 +163,16 @@ class ParallelBfsEngine:
         observer = observer or Observer()
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
+        W = self.workers
+        peer = {(a, b): ctx.Pipe(duplex=False) for a in range(W) for b in range(W) if a != b}  # a sends to b
         conns, procs = [], []
-        for w in range(self.workers):
+        for w in range(W):
             mine, theirs = ctx.Pipe()
+            inbox = {a: peer[(a, w)][0] for a in range(W) if a != w}
+            outbox = {b: peer[(w, b)][1] for b in range(W) if b != w}
             p = ctx.Process(
-                target=_run_worker, args=(theirs, w, self.workers, model, list(properties), options.symmetry, stop),
+                target=_run_worker,
+                args=(theirs, w, W, model, list(properties), options.symmetry, stop, inbox, outbox),
                 daemon=True,
             )
             p.start()
@@ -240,13 +266,15 @@ class _Coordinator:
             stop = self._limit_reached(deadline)
             if stop:
                 break
-            expanded = self._all([("expand",)] * W, deadline)
-            generated += sum(g for _, g, _ in expanded)
-            if any(stopped for _, _, stopped in expanded):
+            levels = self._all([("level",)] * W, deadline)
+            generated += sum(g for _, _, g, _ in levels)
+            answers = [(n, hits) for n, hits, _, _ in levels]
+            if any(stopped for _, _, _, stopped in levels):
                 stop = self._limit_reached(deadline) or "interrupted"
+                for w, (_, hits) in enumerate(answers):
+                    for name, i in hits.items():
+                        found.setdefault(name, (w, i))
                 break
-            inboxes = [[expanded[src][0][dst] for src in range(W)] for dst in range(W)]
-            answers = self._all([("absorb", inbox) for inbox in inboxes])
         complete = not stop
         exhausted = complete and (
             new == 0 or (opts.max_depth is not None and depth >= opts.max_depth)

@@ -98,7 +98,17 @@ def current_rss() -> int:
 
 
 def peak_rss() -> int:
-    """Peak resident set size of this process, in bytes."""
+    """Peak resident set size of this process, in bytes.
+
+    From /proc's VmHWM where it exists: getrusage's ru_maxrss of a process started by a
+    large parent can report the parent's peak (it survives fork and exec on Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 

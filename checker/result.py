@@ -64,6 +64,9 @@ class CheckResult:
     exhausted: bool = False  # the whole bounded space (to max depth) was explored
     stop_reason: str = ""  # why an incomplete run stopped: interrupted, time limit, memory limit
     symmetry: bool = False
+    kernel: str = ""  # the BFS kernel that ran (vector, scalar), when the engine has kernels
+    kernel_note: str = ""  # why the requested kernel did not run, if it did not
+    workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
     replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
 
     def by_name(self, name: str) -> PropertyResult:

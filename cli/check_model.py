@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     """The run that option values ask for; check-suite builds each check's run with it too.
     An unset --max-memory stays None here: the caller knows how many runs share the machine."""
     config = model_config_from(params, explicit)
-    engine_args = _engine_args(params, explicit, config)
+    engine_args = z3_engine_args(params, explicit, config)
     options = CheckOptions(
         max_depth=params["max_depth"],
         explore_all=params["explore_all"],
@@ -65,6 +66,18 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         max_memory=params["max_memory"],
         checkpoint_every=params["checkpoint_every"],
     )
+    kernel = params.get("kernel") or "vector"
+    if "kernel" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
+    engine_args.update(spark_engine_args(params, explicit))
+    workers = params.get("workers")
+    if workers is not None and workers < 1:
+        raise UsageFailure(f"--workers {workers}: must be at least 1")
+    if "workers" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
+    if params["engine"] == "bfs":
+        engine_args["kernel"] = kernel
+        engine_args["workers"] = workers
     return CheckRun(
         config,
         params["engine"],
@@ -77,7 +90,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     )
 
 
-def _engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
+def z3_engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
     """--prove and --prove-timeout for the Z3 engine; they and unbounded epochs need it."""
     if params["engine"] == "z3":
         return {"prove": params.get("prove") or "induction", "prove_timeout": params.get("prove_timeout") or 60.0}
@@ -87,6 +100,33 @@ def _engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
     if config.unbounded:
         raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
     return {}
+
+
+SPARK_OPTIONS = {"spark_master": "--spark-master", "spark_partitions": "--spark-partitions", "verbose": "--verbose"}
+
+
+def spark_engine_args(params: dict, explicit: set[str]) -> dict:
+    """The Spark engine's arguments; the Spark options are a usage error with any other engine."""
+    if params["engine"] != "spark":
+        given = [flag for name, flag in SPARK_OPTIONS.items() if name in explicit]
+        if given:
+            raise UsageFailure(f"{', '.join(given)} needs --engine spark")
+        return {}
+    partitions = params.get("spark_partitions")
+    if partitions is not None and partitions < 1:
+        raise UsageFailure(f"--spark-partitions {partitions}: must be at least 1")
+    from isrcheck.checker.spark_context import validate_master  # no pyspark import: checks the URL's form
+
+    master = params.get("spark_master") or "local[*]"
+    try:
+        validate_master(master)
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
+    return {
+        "master": master,
+        "partitions": partitions,
+        "verbose": bool(params.get("verbose")),
+    }
 
 
 def _duration(ctx, param, value):
@@ -158,6 +198,18 @@ def _nonneg(ctx, param, value):
               help="--engine z3: after BMC, try a proof for every depth [default: induction].")
 @click.option("--prove-timeout", callback=_duration, metavar="DURATION",
               help="--engine z3: time for the proof attempt [default: 60s].")
+@click.option("--spark-master", metavar="URL", default=None,
+              help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
+                   "k8s://... [default: local[*]].")
+@click.option("--spark-partitions", type=int, default=None, metavar="N",
+              help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
+@click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
+@click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
+              help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
+                   "machine without checkpoints; scalar (one state at a time) otherwise.")
+@click.option("--workers", type=int, default=None, metavar="N",
+              help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
+                   "process may use]. Checkpointed runs use one process.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -185,10 +237,12 @@ def main(**params) -> int:
     run = check_run_from(params, explicit)
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
+    if run.engine == "bfs" and run.engine_args["workers"] is None:
+        run.engine_args["workers"] = len(os.sched_getaffinity(0))
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
-    except (UnknownProperty, CheckpointError) as e:
+    except (UnknownProperty, CheckpointError, ConfigError) as e:
         raise UsageFailure(str(e)) from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
     if params["junit_file"] is not None:

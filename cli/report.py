@@ -53,6 +53,9 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
     return {
         "config": config,
         "engine": r.engine,
+        **({"kernel": r.kernel} if r.kernel else {}),
+        **({"kernel_note": r.kernel_note} if r.kernel_note else {}),
+        "workers": r.workers,
         "complete": r.complete,
         "exhausted": r.exhausted,
         "stop_reason": r.stop_reason or None,
@@ -106,7 +109,10 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     r = outcome.result
     s = r.stats
     lines = [f"isrcheck: {outcome.run.config.summary()}"]
-    lines.append(f"engine {r.engine}, symmetry reduction {'on' if r.symmetry else 'off'}")
+    kernel = f" ({r.kernel} kernel)" if r.kernel else ""
+    if r.workers > 1:
+        kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
+    lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     for p in r.properties:
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name)}")

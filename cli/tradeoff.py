@@ -5,7 +5,8 @@ share go into one line above the table), then every ``always`` property checked
 (durability: holds, or violated in how many states), then the ``sometimes``
 properties, ``write-after-crash`` first, shown as "writes with one broker down":
 yes when a write is acknowledged while a broker is down, no when the bounded
-space has none. Cells whose expectation was not met say what was expected.
+space has none; last, the seconds the check's search took. Cells whose
+expectation was not met say what was expected.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .suite import Suite, SuiteCheck
 from .suite_run import CheckReport, Judgement
 
 AVAILABILITY = "write-after-crash"
+SECONDS = "seconds"  # the check's search time, the last column
 HEADINGS = {AVAILABILITY: "writes with one broker down"}
 LEGEND = (
     "A trace of N states is the initial state and N-1 steps, the shortest the breadth-first search found. "
@@ -102,9 +104,14 @@ def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgem
         cells = [Cell(get(c)) for _, get in varying]
         for p in durability + availability:
             cells.append(_cell(c, rep, p, judged.get((c.name, p))))
+        cells.append(Cell(f"{rep.seconds:.1f}" if not rep.error else "-"))
         rows.append(tuple(cells))
     fixed_words = ", ".join(w for w in (words(checks[0]) for words in fixed) if w) if checks else ""
-    columns = tuple(label for label, _ in varying) + tuple(HEADINGS.get(p, p) for p in durability + availability)
+    columns = (
+        tuple(label for label, _ in varying)
+        + tuple(HEADINGS.get(p, p) for p in durability + availability)
+        + (SECONDS,)
+    )
     return Table(suite.name, suite.description, fixed_words, columns, len(varying), tuple(rows))
 
 
@@ -168,12 +175,13 @@ def html_page(table: Table, out: Path) -> str:
     """A self-contained HTML page; trace links are relative to where the page is written."""
     esc = html.escape
     n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and BY_NAME[c].expectation == "always")
-    n_av = len(table.columns) - table.n_config - n_dur
+    n_av = len(table.columns) - table.n_config - n_dur - 1  # the last column is the seconds
     head = [f'<th class="group" colspan="{table.n_config}">configuration</th>']
     if n_dur:
         head.append(f'<th class="group" colspan="{n_dur}">durability</th>')
     if n_av:
         head.append(f'<th class="group" colspan="{n_av}">availability</th>')
+    head.append('<th class="group">time</th>')
     body = []
     for row in table.rows:
         tds = []

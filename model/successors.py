@@ -114,7 +114,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         AK_SH = L.f_acked.shift
         CM_SH, CM_M = L.f_committed.shift, L.f_committed.mask
         RB_SH, RB_M = (L.f_readable.shift, L.f_readable.mask) if L.f_readable else (0, 0)
-        DEAD_META_BASE = L.meta_of(0, -1, -1, 0, 1)  # life 1 + mark is added per crash
+        DEAD_META_BASE = L.meta_of(0, -1, -1, 0, 1)  # life 1; the crash mark adds nid * U_LIFE
+        U_LIFE = L.u_life
 
     # Truncation tables, computed once per (leader log, follower log) pair on demand.
     logs = L.logs
@@ -412,10 +413,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if life[r]:
                         continue
                     # in-memory state is lost; the log and the HWM checkpoint stay on disk
-                    dead = DEAD_META_BASE + nid + hw[r] * U_HW
+                    dead = DEAD_META_BASE + nid * U_LIFE + hw[r] * U_HW
                     app((A_CRASH + r, s + (1 << CR_SH) + ((dead - meta[r]) << SH[r])))
                     if dl < max_disk:
-                        wiped = DEAD_META_BASE + nid
+                        wiped = DEAD_META_BASE + nid * U_LIFE
                         t = s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])
                         app((A_DISK + r, t))
             for r in R:

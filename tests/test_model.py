@@ -21,6 +21,7 @@ CONFIGS = [
     ModelConfig(rf=3, protocol="kip-279", core=True, max_records=3, log_size=2),
     ModelConfig(rf=3, protocol="kip-320", core=True),
     ModelConfig(rf=3, min_isr=2, crashes=2, disk_loss=1, unclean_election=True),
+    ModelConfig(rf=3, min_isr=1, crashes=2, max_records=3, log_size=2),
     ModelConfig(rf=4, protocol="hw-truncation", acks="1", crashes=1, max_leader_epoch=3),
     ModelConfig(rf=2, protocol="kip-101", acks="0", consumer=False, crashes=1),
 ]
@@ -30,8 +31,14 @@ MODELS = {c: ReplicationModel(c) for c in CONFIGS}
 def type_ok(model: ReplicationModel, ps) -> None:
     c = model.config
     assert len(ps.replicas) == c.rf
-    for rs in ps.replicas:
+    for r, rs in enumerate(ps.replicas):
         assert len(rs.log) <= c.logsize and 0 <= rs.hw <= c.logsize
+        if not rs.alive:
+            assert (rs.leader, rs.leader_epoch, rs.isr, rs.leader_since) == (None, None, frozenset(), None)
+            assert rs.crash_mark is not None and rs.crash_mark <= ps.next_record_id
+        if not c.core and c.acks == "all":
+            assert (rs.leader_since is not None) == (rs.leader == r), "only believed leaders have a purgatory"
+            assert rs.leader_since is None or rs.leader_since <= rs.leader_epoch
         assert rs.leader is None or 0 <= rs.leader < c.rf
         assert rs.isr <= set(range(c.rf))
         assert all(0 <= r.id < c.max_records and 0 <= r.epoch <= c.max_leader_epoch for r in rs.log)

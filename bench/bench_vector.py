@@ -1,0 +1,59 @@
+"""Benchmark of the vector kernel against the scalar one, on one and two cores.
+
+    python bench/bench_vector.py                      # every target below, every kernel
+    python bench/bench_vector.py kip320-rf3-e3         # one target by name
+    python bench/bench_vector.py --runs vector-1,vector-2 kip320-rf3
+
+Runs reuse ``bench_bfs.py``'s child process (a fresh interpreter per run, tables
+built and timed before the memory baseline is read). Per target and run: tables
+seconds, search seconds and their sum, CPU seconds of the search (all threads),
+distinct and generated states, states per second (distinct / search seconds),
+peak RSS and bytes per state ((peak - baseline) / distinct). "vector-2" is the
+vector kernel with its frontier split across 2 threads; the scalar kernel has one.
+The issue's targets: kip320-rf3 within 1 s including tables, kip320-rf3-e3 within
+6 s on both cores at 60 bytes a state at most.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_bfs import run  # noqa: E402 - the scalar bench's child process, extended with --kernel
+
+CORE3 = ["--core", "--protocol", "kip-320", "--rf", "3", "--continue"]
+TARGETS = {
+    "kip320-rf3": [*CORE3, "--no-symmetry"],
+    "kip320-rf3-sym": [*CORE3, "--symmetry"],
+    "kip279-rf3-sym": ["--core", "--protocol", "kip-279", "--rf", "3", "--continue", "--symmetry"],
+    "kip320-rf3-e3": [*CORE3, "--no-symmetry", "--max-leader-epoch", "3"],
+}
+RUNS = {  # name -> (kernel, threads)
+    "scalar": ("scalar", None),
+    "vector-1": ("vector", 1),
+    "vector-2": ("vector", 2),
+}
+
+
+def main(argv: list[str]) -> None:
+    runs = list(RUNS)
+    if "--runs" in argv:
+        i = argv.index("--runs")
+        runs = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2 :]
+    names = argv or list(TARGETS)
+    print(f"{'target':<16}{'run':<10}{'tables s':>9}{'search s':>9}{'total s':>8}{'cpu s':>7}{'distinct':>11}"
+          f"{'generated':>12}{'states/s':>11}{'peak MiB':>9}{'B/state':>8}")
+    for name in names:
+        for label in runs:
+            kernel, threads = RUNS[label]
+            r = run(name, [*TARGETS[name], "--kernel", kernel], workers=threads)
+            per_state = (r["peak"] - r["baseline"]) / r["states"]
+            print(f"{name:<16}{label:<10}{r['tables']:>9.2f}{r['wall']:>9.2f}{r['tables'] + r['wall']:>8.2f}"
+                  f"{r['cpu']:>7.2f}{r['states']:>11,}{r['generated']:>12,}{r['states'] / r['wall']:>11,.0f}"
+                  f"{r['peak'] / 2**20:>9.0f}{per_state:>8.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

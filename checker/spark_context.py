@@ -1,0 +1,261 @@
+"""Getting a quiet SparkContext for a master URL, and shipping isrcheck to its executors.
+
+Why a module of its own: the engine's search should not care how Spark was
+started. Here live the choices that make ``--engine spark`` pleasant: the JVM's
+console output goes to a log file unless ``verbose`` (Spark's startup banner,
+its warnings and the progress bar would otherwise bury our report), the master
+URL is checked before a JVM is started, and the isrcheck package is zipped and
+added to the context so executors run the driver's exact code even where
+isrcheck is not installed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from isrcheck.model import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import SparkContext
+
+# Packages that executors import: the model, the properties and the checker's tasks.
+SHIPPED_PACKAGES = ("isrcheck", "isrcheck.model", "isrcheck.properties", "isrcheck.checker")
+
+_MASTER = re.compile(
+    r"""^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?
+        |local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]
+        |spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*
+        |yarn
+        |k8s://\S+)$""",
+    re.VERBOSE,
+)
+QUICK_JVM = "-XX:TieredStopAtLevel=1"
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+_log_path: Path | None = None  # where the JVM's console output goes (None: to the terminal)
+_keep_log = False  # set once the user was pointed at the log
+_shipped: set[tuple[str, str]] = set()
+_zip_dir: Path | None = None
+
+
+def validate_master(master: str) -> str:
+    """The master URL if Spark would accept it, else a one-line ConfigError."""
+    if master.startswith("sc://"):
+        raise ConfigError(f"--spark-master {master}: Spark Connect has no RDD API; give a cluster master URL")
+    if not _MASTER.match(master):
+        raise ConfigError(
+            f"--spark-master {master!r} is not a Spark master URL "
+            "(local[*], local[N], spark://HOST:PORT, yarn or k8s://...)"
+        )
+    return master
+
+
+def runs_on_this_machine(master: str) -> bool:
+    """True for local modes and standalone masters on this host: executors share our Python."""
+    if master.startswith("local"):
+        return True
+    hosts = _master_hosts(master)
+    return bool(hosts) and hosts <= _LOCAL_HOSTS | {socket.gethostname(), socket.getfqdn()}
+
+
+def _master_hosts(master: str) -> set[str]:
+    """The hosts of a standalone master URL (empty for other masters)."""
+    if not master.startswith("spark://"):
+        return set()
+    return {hp.rsplit(":", 1)[0] for hp in master[len("spark://") :].split(",")}
+
+
+def _check_reachable(master: str) -> None:
+    """Fail in seconds, not after Spark's minute of retries, when no standalone master answers."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for hostport in master[len("spark://") :].split(","):
+        host, port = hostport.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+            return
+        except OSError as e:
+            errors.append(f"{hostport}: {e.strerror or e}")
+    raise ConfigError(f"cannot reach the Spark master {master} ({'; '.join(errors)})")
+
+
+def _check_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and Path(java_home, "bin", "java").exists():
+        return
+    if shutil.which("java") is None:
+        raise ConfigError(
+            "--engine spark needs a Java 17+ runtime: install one "
+            "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+
+
+def log_path() -> Path | None:
+    """Where the JVM's console output went (None when it went to the terminal)."""
+    return _log_path
+
+
+def _open_log() -> Path:
+    global _log_path
+    fd, name = tempfile.mkstemp(prefix="isrcheck-spark-", suffix=".log")
+    os.close(fd)
+    _log_path = Path(name)
+    return _log_path
+
+
+def spark_context(master: str, verbose: bool = False) -> "SparkContext":
+    """The active SparkContext if it runs on ``master``, else a new one (stopping the old one).
+
+    Contexts are reused across checks in one process (a JVM start costs seconds)
+    and stopped when the process exits. The JVM is started once per process, so the
+    first call decides whether its console output is shown (``verbose``) or logged.
+    """
+    validate_master(master)
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        if active.master == master:
+            return active
+        active.stop()
+    _check_reachable(master)
+    _check_java()
+    spark_conf = SparkConf().setMaster(master).setAppName("isrcheck")
+    spark_conf.set("spark.ui.enabled", "false")
+    spark_conf.set("spark.ui.showConsoleProgress", "false")
+    # A BFS level is a short job: waiting seconds for the executor that caches a
+    # task's blocks (delay scheduling) costs more than reading them from another one.
+    spark_conf.set("spark.locality.wait", "100ms")
+    if runs_on_this_machine(master):
+        # Executors' Python workers must import the packages the driver has.
+        spark_conf.set("spark.pyspark.python", sys.executable)
+        spark_conf.set("spark.pyspark.driver.python", sys.executable)
+        # Short-lived JVMs sharing a few cores with their Python workers: the JVM only
+        # moves bytes here, and C2 compilation costs more CPU than it saves (measured:
+        # a small check-model run took 11-15 s instead of 21-26 s).
+        spark_conf.set("spark.driver.extraJavaOptions", QUICK_JVM)
+        spark_conf.set("spark.executor.extraJavaOptions", QUICK_JVM)
+    if _master_hosts(master) & _LOCAL_HOSTS:
+        # Executors on the loopback interface must reach the driver there too.
+        spark_conf.set("spark.driver.host", "127.0.0.1")
+        spark_conf.set("spark.driver.bindAddress", "127.0.0.1")
+    gateway = None
+    if SparkContext._gateway is None:
+        popen_kwargs = {}
+        if not verbose:
+            log = open(_open_log(), "ab")  # noqa: SIM115 - the JVM writes to it until we exit
+            popen_kwargs = {"stdout": log, "stderr": log}
+            atexit.register(_remove_log_unless_kept)
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs)
+        except Exception as e:  # the JVM did not come up: say why in one line
+            raise ConfigError(f"Spark could not start: {_one_line(e)}{_see_log()}") from None
+    previous_sigint = signal.getsignal(signal.SIGINT)
+    try:
+        sc = SparkContext(conf=spark_conf, gateway=gateway)
+    except Exception as e:
+        raise ConfigError(f"Spark could not start on {master}: {_one_line(e)}{_see_log()}") from None
+    finally:
+        # SparkContext takes over Ctrl-C (cancel every job, raise KeyboardInterrupt); give
+        # it back to whoever had it, so that check-model stops cleanly with what it found.
+        if previous_sigint is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, previous_sigint)
+    sc.setLogLevel("WARN")
+    atexit.register(_stop_quietly, sc)
+    return sc
+
+
+def _stop_quietly(sc: "SparkContext") -> None:
+    try:
+        sc.stop()
+    except Exception:  # noqa: BLE001 - the process is exiting anyway
+        pass
+
+
+def keep_log() -> None:
+    """Keep the JVM log after exit: something went wrong and the user was pointed at it."""
+    global _keep_log
+    _keep_log = True
+
+
+def _remove_log_unless_kept() -> None:
+    if _log_path is not None and not _keep_log:
+        _log_path.unlink(missing_ok=True)
+
+
+def _see_log() -> str:
+    if _log_path is None:
+        return ""
+    keep_log()
+    return f" (Spark's log: {_log_path})"
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def failure_words(error: BaseException) -> str:
+    """A Spark job failure in one line: the Python error raised on an executor if there was one."""
+    text = str(error)
+    python_errors = re.findall(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception)\b:?.*)$", text, re.MULTILINE)
+    reason = python_errors[-1].strip() if python_errors else _one_line(error)
+    if len(reason) > 300:
+        reason = reason[:297] + "..."
+    return f"Spark job failed: {reason}{_see_log()}"
+
+
+def package_zip(directory: Path) -> Path:
+    """A zip of the isrcheck packages executors import, named by its content.
+
+    Built from wherever the packages are installed (site-packages or an editable
+    checkout), so executors import exactly the driver's code.
+    """
+    entries: list[tuple[str, bytes]] = []
+    for name in SHIPPED_PACKAGES:
+        folder = Path(importlib.import_module(name).__path__[0])
+        prefix = name.replace(".", "/")
+        for file in sorted(folder.glob("*.py")):
+            entries.append((f"{prefix}/{file.name}", file.read_bytes()))
+    digest = hashlib.sha256()
+    for arcname, data in entries:
+        digest.update(arcname.encode() + b"\0" + data)
+    path = directory / f"isrcheck-{digest.hexdigest()[:16]}.zip"
+    if not path.exists():
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for arcname, data in entries:
+                info = zipfile.ZipInfo(arcname, date_time=(2000, 1, 1, 0, 0, 0))
+                zf.writestr(info, data, zipfile.ZIP_DEFLATED)
+    return path
+
+
+def ship_package(sc: "SparkContext") -> None:
+    """Add the package zip to the context once (Spark refuses a second, different file of one name).
+
+    The zip stays until the process exits: executors that join later (after a lost
+    one) fetch it from the driver then.
+    """
+    global _zip_dir
+    if _zip_dir is None:
+        _zip_dir = Path(tempfile.mkdtemp(prefix="isrcheck-spark-py-"))
+        atexit.register(shutil.rmtree, _zip_dir, True)
+    path = package_zip(_zip_dir)
+    key = (sc.applicationId, path.name)
+    if key not in _shipped:
+        sc.addPyFile(str(path))
+        _shipped.add(key)

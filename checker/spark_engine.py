@@ -1,0 +1,337 @@
+"""Level-synchronous breadth-first search on Spark: the BFS engine, partitioned.
+
+Each BFS level is one Spark job. The frontier (the previous level's new states,
+full packed ints) is expanded on the executors; the successors are canonicalised
+there, de-duplicated per map task and shuffled to the partition of their
+fingerprint; each partition then removes what it has already visited by reading
+its own partition of every earlier level (all levels share one partitioner, so
+this is a partition-by-partition union, not a shuffle, and the visited set is
+never collected on the driver) and checks the properties on what is new. The
+driver only ever sees one small summary per partition and level.
+
+Every level is persisted and checkpointed (reliably, to a directory every
+executor can reach; see ``setup_checkpoints`` for local mode and remote clusters
+without one), so a lost executor costs its cached blocks, re-read from the
+checkpoint, and its share of the current level, which Spark recomputes: the
+result cannot change, and nothing before the last level is recomputed.
+
+Counterexamples are rebuilt as the BFS engine rebuilds them: walk the parent
+pointers back level by level (one small job per level, reading only the
+partitions that hold the states of the path), then re-execute the path on the
+model (``replay_path``). Parents and reported states are chosen
+deterministically (see ``spark_tasks``), so every master and partitioning gives
+the same traces; their lengths are BFS's shortest lengths.
+
+pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; executors import
+``spark_tasks``, which the driver ships in a zip.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from functools import partial
+from typing import TYPE_CHECKING, Sequence
+
+from isrcheck.model import ConfigError, ReplicationModel
+from isrcheck.properties import Property
+
+from . import spark_context as ctx
+from . import spark_tasks as tasks
+from .bfs import replay_path
+from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
+from .result import CheckResult, Path, PropertyResult, Stats
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark import RDD, SparkContext
+
+POLL_SECONDS = 0.2  # how often a running level looks at the stop flag and the limits
+_TEMP_CHECKPOINT_DIRS: set[str] = set()  # made (and removed) by checks in this process
+
+
+class SparkEngine:
+    """``--engine spark``: keyword arguments come from ``get_engine("spark", **engine_args)``.
+
+    master: any Spark master URL (``local[*]`` runs embedded: only pyspark and Java needed).
+    partitions: partitions of the frontier and visited set (default: twice the cores).
+    verbose: show Spark's own console output instead of sending it to a log file.
+    checkpoint_dir: where levels are checkpointed; must be reachable from every executor
+      (default: ``spark.checkpoint.dir`` if configured, a temporary directory when the
+      executors run on this machine, else replicated in-memory caching).
+    """
+
+    name = "spark"
+
+    def __init__(
+        self,
+        master: str = "local[*]",
+        partitions: int | None = None,
+        verbose: bool = False,
+        checkpoint_dir: str | None = None,
+    ) -> None:
+        self.master = ctx.validate_master(master)
+        if partitions is not None and partitions < 1:
+            raise ConfigError(f"--spark-partitions {partitions}: must be at least 1")
+        self.partitions = partitions
+        self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+
+    def check(
+        self,
+        model: ReplicationModel,
+        properties: Sequence[Property],
+        options: CheckOptions,
+        observer: Observer | None = None,
+    ) -> CheckResult:
+        sc = ctx.spark_context(self.master, self.verbose)
+        ctx.ship_package(sc)
+        partitions = self.partitions or max(1, sc.defaultParallelism)
+        search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions)
+        temp_dir = search.setup_checkpoints(self.checkpoint_dir, self.master)
+        try:
+            return search.run()
+        finally:
+            search.release()
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+class _Stopped(Exception):
+    """A level was cancelled or failed; ``reason`` says why, for the incomplete result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _SparkSearch:
+    def __init__(self, sc, model, properties, options, observer, partitions) -> None:
+        self.sc: SparkContext = sc
+        self.model = model
+        self.properties = list(properties)
+        self.options = options
+        self.observer = observer
+        self.partitions = partitions
+        self.canonical = model.symmetry.canonical if options.symmetry else None
+        self.levels: list[RDD] = []  # level d+1 (depth d+1) is levels[d]; together the visited set
+        self.level_sizes: list[int] = []
+        self.found: dict[str, tuple[int, int]] = {}  # property -> (depth, state)
+        self.generated = 0
+        self.full_states = 0
+        self.group = f"isrcheck-{uuid.uuid4().hex[:12]}"
+        self.durability = "reliable"  # see setup_checkpoints
+
+    # -- setup and teardown -------------------------------------------------------
+    def setup_checkpoints(self, directory: str | None, master: str) -> str | None:
+        """Choose how levels survive a lost executor; returns a temporary directory to remove.
+
+        "reliable": checkpointed to a directory every executor reaches (given, configured
+        as spark.checkpoint.dir, or a temporary one when the executors run on this
+        machine). "local": local mode, whose executor is the driver itself: nothing can
+        be lost, so the lineage is only truncated (no extra job). "replicated": a remote
+        cluster without a checkpoint directory: two cached copies of every block.
+        """
+        temp = None
+        current = self.sc.getCheckpointDir()
+        ours = current is not None and any(d in current for d in _TEMP_CHECKPOINT_DIRS)  # an earlier check's
+        if directory is None and (current is None or ours):
+            if master.startswith("local"):
+                self.durability = "local"
+                return None
+            if ctx.runs_on_this_machine(master):
+                directory = temp = tempfile.mkdtemp(prefix="isrcheck-spark-ckpt-")
+                _TEMP_CHECKPOINT_DIRS.add(temp)
+        if directory is not None:
+            self.sc.setCheckpointDir(directory)
+        self.durability = "reliable" if self.sc.getCheckpointDir() is not None else "replicated"
+        return temp
+
+    def release(self) -> None:
+        for level in self.levels:
+            level.unpersist(blocking=False)
+        self.levels.clear()
+
+    # -- the search ---------------------------------------------------------------
+    def run(self) -> CheckResult:
+        opts = self.options
+        started = time.monotonic()
+        limits = Limits(opts, started)
+        pending = [p.name for p in self.properties]
+        inits = list(dict.fromkeys(self.canonical(s) if self.canonical else s for s in self.model.init_states()))
+        self.generated = len(inits)
+        stop = ""
+        frontier_done = False  # the last level had no successor left to discover
+        watchdog = _Watchdog(self.sc, self.group, self.observer, limits)
+        self.sc.setJobGroup(self.group, "isrcheck breadth-first search", interruptOnCancel=True)
+        try:
+            seed = self.sc.parallelize(tasks.seed_records(inits, self.partitions), min(len(inits), self.partitions))
+            self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
+            while True:
+                pending = [name for name in pending if name not in self.found]
+                if not opts.explore_all and not pending:
+                    break
+                if opts.max_depth is not None and len(self.levels) >= opts.max_depth:
+                    break
+                stop = self.observer.should_stop() or limits.exceeded()
+                if stop:
+                    break
+                frontier = self.levels[-1]
+                expanded = frontier.mapPartitionsWithIndex(partial(tasks.expand, self._job(())))
+                candidates = expanded.partitionBy(self.partitions, tasks.identity)
+                if not self._level(candidates, tuple(pending), watchdog):
+                    frontier_done = True
+                    break
+                self.observer.progress(
+                    Progress(
+                        sum(self.level_sizes), self.level_sizes[-1], len(self.levels), self.generated,
+                        time.monotonic() - started,
+                    )
+                )
+        except _Stopped as e:
+            stop = e.reason
+        finally:
+            watchdog.close()
+        self.sc.setJobGroup(self.group + "-traces", "isrcheck counterexamples", interruptOnCancel=True)
+        try:
+            paths = self._paths()
+        except Exception as e:  # noqa: BLE001 - the cluster went away after the search
+            paths, stop = {}, stop or ctx.failure_words(e)
+        depth_bound = opts.max_depth is not None and len(self.levels) >= opts.max_depth
+        return self._result(stop, frontier_done, depth_bound, paths, time.monotonic() - started)
+
+    def _job(self, pending: tuple[str, ...]) -> tasks.Job:
+        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending)
+
+    def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "_Watchdog") -> bool:
+        """Compute, cache and checkpoint the next level; False when it has no new state."""
+        from pyspark import StorageLevel
+
+        union = self.sc.union([candidates, *self.levels]) if self.levels else candidates
+        if union.getNumPartitions() != self.partitions:  # pragma: no cover - a PySpark change
+            raise RuntimeError("the visited set is not co-partitioned with the candidates")
+        level = union.mapPartitionsWithIndex(partial(tasks.anti_join, self._job(pending)), preservesPartitioning=True)
+        # Store levels in the serialized form the shuffle gives the candidates, so that
+        # the next union needs no re-serializing pass over the visited set (were this
+        # PySpark detail to change, union would re-serialize: slower, still correct).
+        level._jrdd_deserializer = candidates._jrdd_deserializer
+        if self.durability == "replicated":
+            level.persist(StorageLevel.MEMORY_AND_DISK_2)
+        else:
+            level.persist(StorageLevel.MEMORY_AND_DISK)
+            if self.durability == "local":
+                level.localCheckpoint()
+            else:
+                level.checkpoint()
+        try:
+            summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+        except _Stopped:
+            level.unpersist(blocking=False)
+            raise
+        new = sum(s.new for s in summaries)
+        self.generated += sum(s.generated for s in summaries)
+        if new == 0:
+            level.unpersist(blocking=False)
+            return False
+        depth = len(self.levels) + 1
+        self.levels.append(level)
+        self.level_sizes.append(new)
+        self.full_states += sum(s.full_states for s in summaries)
+        for s in summaries:
+            for name, state in s.found.items():
+                if name not in self.found or state < self.found[name][1]:
+                    self.found[name] = (depth, state)
+        return True
+
+    # -- counterexamples ----------------------------------------------------------
+    def _paths(self) -> dict[str, Path]:
+        """Shortest paths to every property's reported state, by parent pointers, then replay."""
+        if not self.found:
+            return {}
+        chains = {name: [state] for name, (_, state) in self.found.items()}
+        depth_of = {name: depth for name, (depth, _) in self.found.items()}
+        for depth in range(max(depth_of.values()), 1, -1):
+            walking = [name for name in chains if depth_of[name] >= depth]
+            wanted = frozenset(chains[name][-1] for name in walking)
+            parts = sorted({tasks.partition_of(s, self.partitions) for s in wanted})
+            parents = dict(self.sc.runJob(self.levels[depth - 1], partial(tasks.find_parents, wanted), parts))
+            for name in walking:
+                chains[name].append(parents[chains[name][-1]])
+        return {name: replay_path(self.model, chain[::-1], self.canonical) for name, chain in chains.items()}
+
+    def _result(self, stop: str, frontier_done: bool, depth_bound: bool, paths: dict, seconds: float) -> CheckResult:
+        """The verdicts and statistics, with BFS's meaning for every field."""
+        exhausted = not stop and (frontier_done or depth_bound)
+        results = []
+        for p in self.properties:
+            r = PropertyResult(p.name, p.expectation)
+            if p.name in paths:
+                r.status = "violated" if p.expectation == "always" else "holds"
+                r.path = paths[p.name]
+            elif p.name in self.found:  # decided, but its trace could not be rebuilt
+                r.note = f"decided at depth {self.found[p.name][0]}, but its trace could not be rebuilt"
+            elif exhausted:
+                r.status = "holds" if p.expectation == "always" else "violated"
+            results.append(r)
+        stats = Stats(
+            states=sum(self.level_sizes),
+            generated=self.generated,
+            depth=len(self.levels),
+            seconds=seconds,
+            peak_memory=peak_rss(),
+            full_states=self.full_states if self.canonical is not None else None,
+            queue=0 if frontier_done or not self.level_sizes else self.level_sizes[-1],
+        )
+        return CheckResult(
+            engine="spark",
+            complete=not stop,
+            properties=results,
+            stats=stats,
+            exhausted=exhausted,
+            stop_reason=stop,
+            symmetry=self.canonical is not None,
+        )
+
+
+class _Watchdog:
+    """Runs a level's job while watching the stop flag and the limits from another thread.
+
+    Ctrl-C, a time limit or a memory limit cancels the running job (Spark stops its
+    tasks); the search then ends with the levels completed so far, as BFS does.
+    """
+
+    def __init__(self, sc, group: str, observer: Observer, limits: Limits) -> None:
+        self.sc, self.group, self.observer, self.limits = sc, group, observer, limits
+        self.reason = ""
+        self._running = threading.Event()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="isrcheck-spark-watchdog", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._closed.wait(POLL_SECONDS):
+            if self._running.is_set() and not self.reason:
+                reason = self.observer.should_stop() or self.limits.exceeded()
+                if reason:
+                    self.reason = reason
+                    self.sc.cancelJobGroup(self.group)
+
+    def collect(self, rdd: "RDD") -> list:
+        self._running.set()
+        try:
+            return rdd.collect()
+        except Exception as e:  # noqa: BLE001 - cancelled, or a failure Spark gave up retrying
+            # A stop request may fail the job (Ctrl-C reaches the Python workers too)
+            # before this thread's next look: the request is the reason, not the failure.
+            reason = self.reason or self.observer.should_stop() or self.limits.exceeded()
+            raise _Stopped(reason or ctx.failure_words(e)) from None
+        finally:
+            self._running.clear()
+            if self.reason:
+                raise _Stopped(self.reason)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join()

@@ -1,0 +1,260 @@
+"""The vector kernel: successors of a whole array of states at once, with NumPy.
+
+A batch of states is an array of keys (``kernel_tables.py``: one uint64 word per
+state, or two for larger bounds), shape ``(words, n)``. ``expand(keys)``
+(``kernel_batch.py``) returns every successor with its parent's row and its action
+index (the scalar catalogue's), duplicates included, so an engine counts generated
+states as the scalar engine does. Keys convert exactly to and from the scalar
+packed ints, one by one or a batch at a time.
+
+The scalar model (``successors.py``) is the reference: the tests compare the two
+on whole state spaces. Only the core machine is covered (``CoreTables`` raises
+``KernelUnsupported`` otherwise). Properties have batch predicates built from the
+same tables, and ``canonical`` is the exact symmetry reduction: the smallest key
+among all relabellings of the brokers.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .kernel_batch import Components, Expander
+from .kernel_tables import CoreTables, KernelDomainError, KernelUnsupported
+from .replication import ReplicationModel
+
+__all__ = ["Components", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
+
+U64 = np.uint64
+BatchPredicate = Callable[[Components], np.ndarray]
+
+
+class VectorKernel:
+    """Batch successors, predicates and canonical forms for one core configuration."""
+
+    def __init__(self, model: ReplicationModel) -> None:
+        self.model = model
+        self.T = T = CoreTables(model.layout)
+        self.words = T.words
+        self.exact = T.words == 1  # one word: the key is the state; two: engines use fingerprints
+        cat = model.catalogue
+        self.n_actions = len(cat)
+        self.action_dtype = np.uint8 if len(cat) < 256 else np.uint16
+        self.base = cat.base
+        self._expander = Expander(T, cat.base, self.action_dtype)
+        self._perm = None
+        self._disagree: list[np.ndarray] | None = None
+
+    def emission_rank(self) -> np.ndarray:
+        """``rank[action]``: where the scalar successor function lists that action among a
+        state's successors. That is catalogue order, except that a state's requests are
+        applied newest first: BecomeLeader by descending epoch, BecomeFollower by descending
+        epoch and then replica. With it the vector BFS keeps the scalar BFS's discovery order
+        and finds the very same traces (a test holds this to ``successors.py``)."""
+        cat = self.model.catalogue
+        families = list(cat.base)
+
+        def order(a: int) -> tuple:
+            action = cat[a]
+            args = action.args
+            if action.name == "BecomeLeader":
+                within: tuple = (-args["epoch"], args["replica"])
+            elif action.name == "BecomeFollower":
+                within = (-args["epoch"], args["replica"], args["leader"])
+            else:
+                within = (a,)
+            return (families.index(action.name), within)
+
+        listed = sorted(range(len(cat)), key=order)
+        rank = np.empty(len(cat), dtype=np.int64)
+        rank[listed] = np.arange(len(cat))
+        return rank
+
+    # ---- keys ---------------------------------------------------------------------------
+    def encode(self, locs, nid, qisr, rq) -> np.ndarray:
+        """Keys (words, n) from component arrays."""
+        T = self.T
+        n = len(nid)
+        keys = np.zeros((self.words, n), dtype=U64)
+        values = {f"local{r}": x for r, x in enumerate(locs)} | {"nid": nid, "qisr": qisr, "rq": rq}
+        for f in T.fields:
+            keys[f.word] |= np.asarray(values[f.name]).astype(U64) << U64(f.shift)
+        return keys
+
+    def initial_keys(self) -> np.ndarray:
+        return self.keys_of_scalars(self.model.init_states())
+
+    def key_of_scalar(self, state: int) -> int:
+        """The kernel key (words joined low word first) of a scalar packed state."""
+        return self.int_of_key(self.keys_of_scalars([state])[:, 0])
+
+    def scalar_of_key(self, key: int) -> int:
+        """The scalar packed state of a kernel key (exact inverse of key_of_scalar)."""
+        return self.scalars_of_keys(self.keys_of_ints([key]))[0]
+
+    def keys_of_scalars(self, states) -> np.ndarray:
+        """Keys (words, n) of scalar packed states."""
+        comps = [self.T.components_of_scalar(s) for s in states]
+        locs = [[c[0][r] for c in comps] for r in range(self.T.rf)]
+        return self.encode(locs, *([c[i] for c in comps] for i in (1, 2, 3)))
+
+    def scalars_of_keys(self, keys: np.ndarray) -> list[int]:
+        """The scalar packed states of keys (words, n)."""
+        c = Components(self.T, keys)
+        to_scalar = self.T.scalar_of_components
+        locs = list(zip(*(x.tolist() for x in c.loc)))
+        return [to_scalar(lc, n, q, rq) for lc, n, q, rq in zip(locs, c.nid.tolist(), c.qisr.tolist(), c.rq.tolist())]
+
+    def keys_of_ints(self, ints: list[int]) -> np.ndarray:
+        m = (1 << 64) - 1
+        return np.array([[(k >> (64 * w)) & m for k in ints] for w in range(self.words)], dtype=U64).reshape(
+            self.words, len(ints)
+        )
+
+    @staticmethod
+    def int_of_key(column: np.ndarray) -> int:
+        return sum(int(w) << (64 * i) for i, w in enumerate(column))
+
+    def fingerprints(self, keys: np.ndarray) -> np.ndarray:
+        """One uint64 per state: the key itself when it is one word, else a splitmix64 fold."""
+        if self.words == 1:
+            return keys[0]
+        h = keys[0] * U64(0x9E3779B97F4A7C15)
+        for w in range(1, self.words):
+            h ^= keys[w]
+            h ^= h >> U64(31)
+            h *= U64(0xBF58476D1CE4E5B9)
+        h ^= h >> U64(29)
+        h *= U64(0x94D049BB133111EB)
+        h ^= h >> U64(32)
+        return h
+
+    # ---- successors -------------------------------------------------------------------------
+    def expand(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every successor of every state: (keys (words, m), parent row (int64), action index),
+        duplicates included, in families' order (``kernel_batch.py``)."""
+        return self._expander.expand(keys)
+
+    # ---- properties ---------------------------------------------------------------------------
+    def components(self, keys: np.ndarray) -> Components:
+        """The decoded batch that predicates read (decode once, evaluate every property)."""
+        return Components(self.T, keys)
+
+    def predicate(self, name: str) -> BatchPredicate | None:
+        """A batch form of a property's predicate over ``components(keys)`` (True where it
+        holds), or None when the kernel has none for that property."""
+        if name in ("weak-isr", "strong-isr"):
+            return self._isr_predicate(strong=name == "strong-isr")
+        if name == "leader-in-isr":
+
+            def leader_in_isr(c: Components) -> np.ndarray:
+                q = c.qlead.astype(np.int64)
+                return (q < 0) | ((c.qisr >> np.maximum(q, 0) & 1) != 0)
+
+            return leader_in_isr
+        return None
+
+    def _isr_predicate(self, strong: bool) -> BatchPredicate:
+        T = self.T
+        if self._disagree is None:
+            self._disagree = T.isr_disagreement()
+        bad = self._disagree
+        n_logs, rf = T.n_logs, T.rf
+
+        def disagreements(c: Components) -> list[list[np.ndarray]]:
+            """[r1][r2]: r1 leads and r2's log lacks its records below the HWM (shared by both ISR forms)."""
+            d = c.__dict__.get("disagree")
+            if d is None:
+                logs = [T.L_LOG[x] for x in c.loc]
+                d = [[bad[r1][c.loc[r1] * n_logs + logs[r2]] for r2 in range(rf)] for r1 in range(rf)]
+                c.__dict__["disagree"] = d
+            return d
+
+        def holds(c: Components) -> np.ndarray:
+            d = disagreements(c)
+            broken = np.zeros(len(c.qisr), dtype=bool)
+            for r1 in range(rf):
+                members = c.qisr if strong else c.isr[r1]
+                for r2 in range(rf):
+                    broken |= d[r1][r2] & ((members >> r2 & 1) != 0)
+            return ~broken
+
+        return holds
+
+    # ---- symmetry -------------------------------------------------------------------------------
+    def _perms(self):
+        if self._perm is None:
+            self._perm = self.T.permutation_tables()
+        return self._perm
+
+    def supports_symmetry(self) -> str:
+        """'' when ``canonical`` can run here, else why not (its tables would be too big)."""
+        try:
+            self._perms()
+        except KernelUnsupported as e:
+            return str(e)
+        return ""
+
+    def __reduce__(self):
+        # Ship the model (it pickles by configuration) and rebuild the tables where unpickled:
+        # a Spark executor builds them once per process.
+        return (kernel_for, (self.model,))
+
+    def images(self, keys: np.ndarray) -> list[np.ndarray]:
+        """The keys relabelled by every permutation of the brokers (the identity first)."""
+        T = self.T
+        perms, local_t, isr_t, rq_t = self._perms()
+        c = Components(T, keys)
+        out = [keys]
+        for k in range(1, len(perms)):
+            p = perms[k]
+            locs = [None] * T.rf
+            for i in range(T.rf):
+                locs[p[i]] = local_t[k][c.loc[i]]
+            out.append(self.encode(locs, c.nid, isr_t[k][c.qisr], rq_t[k][c.rq]))
+        return out
+
+    def canonical(self, keys: np.ndarray) -> np.ndarray:
+        """The smallest relabelling of each key: one representative per orbit (exact reduction)."""
+        images = self.images(keys)
+        best = images[0].copy()
+        for img in images[1:]:
+            if self.words == 1:
+                np.minimum(best[0], img[0], out=best[0])
+            else:
+                hi = self.words - 1
+                smaller = img[hi] < best[hi]
+                tie = img[hi] == best[hi]
+                for w in range(hi - 1, -1, -1):
+                    smaller |= tie & (img[w] < best[w])
+                    tie &= img[w] == best[w]
+                best[:, smaller] = img[:, smaller]
+        return best
+
+    def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
+        """How many distinct states each key's orbit holds (for the count before reduction)."""
+        fps = np.stack([self.fingerprints(img) for img in self.images(keys)], axis=1)
+        fps.sort(axis=1)
+        return 1 + np.count_nonzero(fps[:, 1:] != fps[:, :-1], axis=1)
+
+    def canonical_of_scalar(self, state: int) -> int:
+        """The kernel's canonical key of a scalar state (trace replay under symmetry)."""
+        k = self.keys_of_ints([self.key_of_scalar(state)])
+        return self.int_of_key(self.canonical(k)[:, 0])
+
+
+_RECENT: dict = {}  # config -> kernel of the last few configurations (tables are built once per process)
+_RECENT_SIZE = 2
+
+
+def kernel_for(model: ReplicationModel) -> VectorKernel:
+    """The vector kernel of the model's configuration, built once per process and kept for the
+    last few configurations: KernelUnsupported if there is none."""
+    kernel = _RECENT.get(model.config)
+    if kernel is None:
+        kernel = VectorKernel(model)
+        while len(_RECENT) >= _RECENT_SIZE:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[model.config] = kernel
+    return kernel

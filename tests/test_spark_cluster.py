@@ -1,0 +1,164 @@
+"""The Spark engine on a real standalone cluster: a master and two workers on 127.0.0.1.
+
+The cluster is started through the ``spark-class`` launcher inside the pyspark
+package (one core and 1 GiB each) and every process it started is stopped by
+process id at the end. One run goes through a fresh ``check-model`` process, the
+others through the same command in this process, sharing one SparkContext (and
+so its executors) as a long-lived driver would; the last test kills a worker and
+its executor in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from isrcheck.checker import Observer
+from isrcheck.checker.spark_cluster import LocalCluster
+from isrcheck.cli.check_model import main as check_model
+from isrcheck.model import ModelConfig
+
+from .clitools import run_cli
+from .conftest import run_bfs
+from .sparktools import CORE_RF2, KAFKA, assert_paths_reach_their_verdicts, counts, run_spark, verdicts
+
+pytestmark = pytest.mark.spark
+
+
+def _active_context():
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
+def _gone(pids: list[int]) -> bool:
+    return not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    started = LocalCluster(workers=2, cores=1, memory="1g").start()
+    try:
+        yield started
+    finally:
+        if _active_context() is not None:
+            _active_context().stop()  # the app's executors go before the workers do
+        daemons = [p for p in (started.master, *started.workers) if p is not None]
+        pids = [p.pid for p in daemons] + [c.pid for p in daemons for c in p.children(recursive=True)]
+        started.stop()
+        assert _gone(pids), "a process the cluster started is still running"
+
+
+def core_args(protocol: str, tmp_path) -> list[str]:
+    return ["--core", "--rf", "2", "--protocol", protocol, "--continue", "--no-symmetry",
+            "--format", "json", "--trace-dir", str(tmp_path)]
+
+
+def assert_report_is_bfs(report: dict, config, **options) -> None:
+    bfs = run_bfs(config, **options)
+    assert report["engine"] == "spark"
+    got = {k: report[k] for k in ("states", "generated", "depth", "complete", "exhausted")}
+    assert got == {k: counts(bfs)[k] for k in got}
+    assert [(p["name"], p["status"], p["trace_length"]) for p in report["properties"]] == verdicts(bfs)
+
+
+def test_check_model_on_the_cluster_reports_the_bfs_result_and_nothing_of_spark(cluster, tmp_path):
+    if _active_context() is not None:
+        _active_context().stop()  # a standalone app takes every core: let this process's driver have them
+    proc = run_cli("check-model", *core_args("hw-truncation", tmp_path), "--engine", "spark",
+                   "--spark-master", cluster.master_url)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ""
+    report = json.loads(proc.stdout)
+    assert report["config"]["master"] == cluster.master_url
+    assert_report_is_bfs(report, CORE_RF2["hw-truncation"], explore_all=True)
+
+
+@pytest.mark.parametrize("protocol", ["kip-101", "kip-279", "kip-320"])
+def test_check_model_on_the_cluster_agrees_with_bfs_on_the_core(cluster, protocol, tmp_path):
+    args = [*core_args(protocol, tmp_path), "--engine", "spark", "--spark-master", cluster.master_url]
+    result = CliRunner().invoke(check_model, args)
+    bfs = run_bfs(CORE_RF2[protocol], explore_all=True)
+    assert result.exit_code == (0 if bfs.all_hold else 1), result.output
+    assert_report_is_bfs(json.loads(result.stdout), CORE_RF2[protocol], explore_all=True)
+
+
+def test_check_model_on_the_cluster_agrees_with_bfs_on_a_kafka_configuration(cluster, tmp_path):
+    args = ["--rf", "2", "--acks", "1", "--continue", "--format", "json", "--trace-dir", str(tmp_path),
+            "--engine", "spark", "--spark-master", cluster.master_url]
+    result = CliRunner().invoke(check_model, args)
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert_report_is_bfs(report, KAFKA, explore_all=True, symmetry=True)
+    assert report["states_before_symmetry"] == run_bfs(KAFKA, explore_all=True, symmetry=True).stats.full_states
+
+
+def executor_summaries(sc, alive_only: bool = True) -> list:
+    """Spark's own record of its executors (the status store: the UI is off)."""
+    found = sc._jsc.sc().statusStore().executorList(alive_only)
+    return [e for e in (found.apply(i) for i in range(found.size())) if e.id() != "driver"]
+
+
+def retried_work(sc) -> int:
+    """Failed or resubmitted task attempts and re-run stage attempts that Spark has recorded."""
+    gateway = sc._gateway
+    stages = sc._jsc.sc().statusStore().stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)
+    return sum(s.numFailedTasks() + (s.attemptId() > 0) for s in (stages.apply(i) for i in range(stages.size())))
+
+
+class KillWorkerMidTask(Observer):
+    """Once the run reaches ``at_depth``, kills worker 1 and its executor while that executor runs a task."""
+
+    def __init__(self, cluster: LocalCluster, sc, at_depth: int) -> None:
+        super().__init__()
+        self.cluster, self.sc, self.at_depth = cluster, sc, at_depth
+        self.depths: list[int] = []
+        self.pids: list[int] = []
+        self.mid_task = False
+
+    def progress(self, info) -> None:
+        self.depths.append(info.depth)
+        if info.depth == self.at_depth:
+            threading.Thread(target=self._kill, daemon=True).start()
+
+    def _kill(self) -> None:
+        link = f"127.0.0.1:{self.cluster.worker_ui_ports[1]}/"  # its executor's log links point at its UI
+        pids = self.cluster.worker_pids(1)  # read now, so that the kill follows the look at once
+        deadline = time.monotonic() + 10
+        while not self.mid_task and time.monotonic() < deadline:
+            self.mid_task = any(link in e.executorLogs().toString() and e.activeTasks() > 0
+                                for e in executor_summaries(self.sc))
+            time.sleep(0.002)
+        self.pids = self.cluster.kill_worker(1, pids)
+
+
+# Levels of thousands of states (tasks of a good fraction of a second, so that the kill
+# lands inside one), exhaustive to a depth bound so that every count can be compared.
+KILL_CONFIG = ModelConfig(rf=3, protocol="kip-279", core=True)
+KILL_OPTIONS = dict(explore_all=True, max_depth=13)
+
+
+def test_a_worker_killed_in_the_middle_of_a_run_does_not_change_the_result(cluster):
+    undisturbed = run_spark(KILL_CONFIG, ["weak-isr"], master=cluster.master_url, **KILL_OPTIONS)
+    sc = _active_context()
+    assert len(executor_summaries(sc)) == 2
+    retried_before = retried_work(sc)
+    killer = KillWorkerMidTask(cluster, sc, at_depth=11)
+    try:
+        disturbed = run_spark(KILL_CONFIG, ["weak-isr"], master=cluster.master_url, observer=killer, **KILL_OPTIONS)
+        assert killer.depths[-1] == 13  # the kill came after depth 11 of 13: the run went on to the end
+        assert killer.mid_task and retried_work(sc) > retried_before  # a running task was lost, and redone
+        assert len(killer.pids) >= 2 and _gone(killer.pids)  # the worker and its executor
+        assert len(executor_summaries(sc)) == 1 and cluster.alive_workers() == 1
+    finally:
+        cluster.restart_worker(1)
+    bfs = run_bfs(KILL_CONFIG, ["weak-isr"], **KILL_OPTIONS)
+    assert counts(disturbed) == counts(undisturbed) == counts(bfs)
+    assert verdicts(disturbed) == verdicts(bfs) == [("weak-isr", "violated", 11)]
+    assert [p.path for p in disturbed.properties] == [p.path for p in undisturbed.properties]
+    assert_paths_reach_their_verdicts(KILL_CONFIG, disturbed)
