@@ -7,8 +7,9 @@ from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.properties import select
 
 
-def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", **options):
-    """BFS on a configuration; the vector kernel runs where it applies (the core), else scalar."""
+def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", workers: int | None = None, **options):
+    """BFS on a configuration; the vector kernel runs where it applies (the core), else scalar
+    (in ``workers`` processes when given: the long Kafka runs use both cores)."""
     model = ReplicationModel(config)
     props = select(config, properties)
-    return BfsEngine(kernel=kernel).check(model, props, CheckOptions(**options))
+    return BfsEngine(kernel=kernel, workers=workers).check(model, props, CheckOptions(**options))

@@ -28,7 +28,7 @@ def actions(trace):
 
 @pytest.mark.slow
 def test_main_job_every_property_holds_and_every_witness_is_found():
-    result = run_bfs(MAIN_JOB, symmetry=True)
+    result = run_bfs(MAIN_JOB, symmetry=True, workers=2)  # the pinned counts hold the parallel engine too
     assert result.exhausted
     status = {p.name: p.status for p in result.properties}
     assert status == {
@@ -160,7 +160,7 @@ def test_disk_loss_of_the_last_isr_member_loses_committed_records_on_kip320():
     [(1, True), (2, True), pytest.param(3, False, marks=pytest.mark.slow)],
 )
 def test_writes_survive_one_broker_down_with_min_isr_below_rf(min_isr, witnessed):
-    result = run_bfs(ModelConfig(rf=3, min_isr=min_isr), ["write-after-crash"], symmetry=True)
+    result = run_bfs(ModelConfig(rf=3, min_isr=min_isr), ["write-after-crash"], symmetry=True, workers=2)
     assert result.by_name("write-after-crash").status == ("holds" if witnessed else "violated")
 
 
