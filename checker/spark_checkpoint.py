@@ -1,11 +1,11 @@
 """Checkpoints of the Spark engine's search: one folder of files per level, an atomic manifest.
 
-A level-synchronous BFS has natural checkpoints: its completed levels. After
-each level, every executor writes its partition of the level's new states (the
-sorted keys and their parents, as the engine stores them) to
+A level-synchronous BFS has natural checkpoints: its completed levels. In the
+job that computes a level, every task writes its partition of the level's new
+states (the sorted keys and their parents, as the engine stores them) to
 ``DIR/level-NNNN/part-PPPPP-of-QQQQQ.pkl`` (temporary file, fsync, rename), and
-returns the file's size and CRC-32; the driver then replaces ``DIR/manifest.json``
-atomically (``checkpoint.atomic_write``). The manifest lists every completed
+returns the file's size and CRC-32 with its summary; once the level is complete
+the driver replaces ``DIR/manifest.json`` atomically (``checkpoint.atomic_write``). The manifest lists every completed
 level with its files, sizes and checksums, and the search's counters (states per
 level, generated, states before symmetry, the deciding state of every property
 found), under the frame every isrcheck checkpoint has (format, versions,
@@ -40,7 +40,7 @@ import zlib
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import checkpoint
 from .checkpoint import MANIFEST, CheckpointError
@@ -85,6 +85,20 @@ def write_part(folder: str, depth: int, partitions: int, index: int, records: It
     finally:
         os.close(fd)
     yield index, name, size, crc
+
+
+def write_level_part(folder: str, depth: int, partitions: int, index: int, records: Iterator[Record]):
+    """``write_part`` for the job that computes a level: yields ``(file, the partition's summaries)``."""
+    summaries = []
+
+    def noting_summaries() -> Iterator[Record]:
+        for record in records:
+            if record[1][3] is not None:
+                summaries.append(record[1][3])
+            yield record
+
+    for file in write_part(folder, depth, partitions, index, noting_summaries()):
+        yield file, summaries
 
 
 def read_part(partitions: int, item: tuple[int, int, str]) -> Iterator[Record]:
@@ -198,16 +212,24 @@ class SparkCheckpointWriter:
         self.levels: list[dict[str, Any]] = list(saved.levels) if saved is not None else []
         self.manifest: dict[str, Any] | None = None
 
-    def save(self, level: "RDD", partitions: int, states: int, search: Any, elapsed: float) -> None:
-        """Write ``level`` (the search's newest, ``len(self.levels) + 1``-th) and the manifest.
+    def level_job(self, depth: int, partitions: int) -> Callable:
+        """The function that saves level ``depth`` as the job that computes it runs (mapPartitionsWithIndex)."""
+        if depth != len(self.levels) + 1:  # pragma: no cover - an engine bug
+            raise RuntimeError(f"level {depth} saved after {len(self.levels)} levels")
+        self.discard(depth)  # a killed run's files of this level: the manifest never listed them
+        return partial(write_level_part, str(self.folder), depth, partitions)
+
+    def discard(self, depth: int) -> None:
+        """Remove the files of a level that is not saved (one with no new state)."""
+        shutil.rmtree(self.folder / level_dir(depth), ignore_errors=True)
+
+    def save(self, files: list, states: int, search: Any, elapsed: float) -> None:
+        """List the level just written (its ``files`` as the job returned them) in the manifest.
 
         ``search`` gives the counters as of this level: generated, full_states, found."""
+        files = sorted(list(f) for f in files)
+        partitions = len(files)
         depth = len(self.levels) + 1
-        directory = self.folder / level_dir(depth)
-        if directory.exists():  # a killed run's files of this level: the manifest never listed them
-            shutil.rmtree(directory)
-        job = partial(write_part, str(self.folder), depth, partitions)
-        files = sorted(list(f) for f in level.mapPartitionsWithIndex(job).collect())
         if [f[0] for f in files] != list(range(partitions)):  # pragma: no cover - a Spark bug
             raise RuntimeError(f"level {depth} was written as partitions {[f[0] for f in files]}")
         self.levels.append({"states": states, "partitions": partitions, "files": files})

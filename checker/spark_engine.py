@@ -134,6 +134,7 @@ class _SparkSearch:
         self.durability = "reliable"  # see setup_checkpoints
         self.resume: saving.Saved | None = None
         self.saver: saving.SparkCheckpointWriter | None = None
+        self.written: list = []  # the files of the level just computed, when saving
 
     # -- setup and teardown -------------------------------------------------------
     def setup_checkpoints(self, directory: str | None, master: str) -> str | None:
@@ -237,10 +238,9 @@ class _SparkSearch:
         if self.saver is None:
             return
         try:
-            self.saver.save(self.levels[-1], self.partitions, self.level_sizes[-1], self, time.monotonic() - started)
-        except Exception as e:  # noqa: BLE001 - a full disk, a folder the executors cannot reach
-            words = ctx.failure_words(e) if type(e).__module__.startswith("py4j") else f"{type(e).__name__}: {e}"
-            raise _Stopped(f"checkpoint not written ({words})") from None
+            self.saver.save(self.written, self.level_sizes[-1], self, time.monotonic() - started)
+        except OSError as e:  # the level's files are written; its manifest could not be
+            raise _Stopped(f"checkpoint not written ({type(e).__name__}: {e})") from None
 
     def _finish_saving(self, elapsed: float) -> None:
         try:
@@ -271,8 +271,13 @@ class _SparkSearch:
                 level.localCheckpoint()
             else:
                 level.checkpoint()
+        depth = len(self.levels) + 1
         try:
-            summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+            if self.saver is None:
+                summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+            else:  # the job that computes the level saves it: (file, summaries) per partition
+                rows = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
+                self.written, summaries = [f for f, _ in rows], [s for _, part in rows for s in part]
         except _Stopped:
             level.unpersist(blocking=False)
             raise
@@ -280,8 +285,9 @@ class _SparkSearch:
         self.generated += sum(s.generated for s in summaries)
         if new == 0:
             level.unpersist(blocking=False)
+            if self.saver is not None:
+                self.saver.discard(depth)
             return False
-        depth = len(self.levels) + 1
         self.levels.append(level)
         self.level_sizes.append(new)
         self.full_states += sum(s.full_states for s in summaries)

@@ -1,7 +1,8 @@
 """--engine spark saves every completed level: killed runs resume to the uninterrupted result.
 
 Interrupted runs are real check-model processes on local[2], killed (SIGKILL) or
-stopped (SIGINT) once their checkpoint lists a given number of levels; resumes
+stopped (SIGINT) once their checkpoint lists a given number of levels (all three
+at once, see ``Interruptions``); resumes
 and the uninterrupted run go through check-model in this process, on one shared
 local[*] SparkContext (a JVM start costs seconds). Refused checkpoints are
 refused before Spark starts.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -59,15 +61,6 @@ def check_here(tmp: Path, *extra: str) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory, local_spark, reference):
-    """An uninterrupted Spark run with --checkpoint: its result and its checkpoint folder."""
-    tmp = tmp_path_factory.mktemp("finished")
-    code, report = check_here(tmp, "--checkpoint", str(tmp / "ck"))
-    assert code == 1
-    return report, tmp / "ck"
-
-
 def levels_saved(ck: Path) -> int:
     try:
         return len(json.loads((ck / "manifest.json").read_text())["levels"])
@@ -75,21 +68,68 @@ def levels_saved(ck: Path) -> int:
         return 0
 
 
-def interrupted(tmp: Path, ck: Path, after_levels: int, sig: int) -> subprocess.Popen:
-    """A check-model process signalled once its checkpoint lists ``after_levels`` levels."""
-    proc = subprocess.Popen(
-        [command("check-model"), *RUN, *SPARK, "--spark-master", "local[2]", "--format", "json",
-         "--trace-dir", str(tmp / "traces"), "--checkpoint", str(ck)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 120
-    while levels_saved(ck) < after_levels:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the checkpoint never reached that level"
-        time.sleep(0.02)
-    proc.send_signal(sig)
-    proc.wait(timeout=60)
-    return proc
+class Interruptions:
+    """check-model processes signalled once their checkpoint lists so many levels.
+
+    They all run at once, beside this module's own Spark runs: a JVM start is mostly
+    waiting, and the test file must stay short on two cores."""
+
+    PLAN = {"early": (2, signal.SIGKILL), "late": (12, signal.SIGKILL), "ctrl-c": (7, signal.SIGINT)}
+
+    def __init__(self, tmp: Path) -> None:
+        self.runs = {}
+        for name in self.PLAN:
+            ck = tmp / name / "ck"
+            args = [*RUN, *SPARK, "--spark-master", "local[2]", "--format", "json",
+                    "--trace-dir", str(tmp / name / "traces"), "--checkpoint", str(ck)]
+            proc = subprocess.Popen([command("check-model"), *args], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            self.runs[name] = (ck, proc)
+        self.outputs: dict[str, tuple[str, str]] = {}
+        self.thread = threading.Thread(target=self._signal_each_at_its_level, daemon=True)
+        self.thread.start()
+
+    def _signal_each_at_its_level(self) -> None:
+        waiting = dict(self.PLAN)
+        deadline = time.monotonic() + 240
+        while waiting and time.monotonic() < deadline:
+            for name, (levels, sig) in list(waiting.items()):
+                ck, proc = self.runs[name]
+                if levels_saved(ck) >= levels:
+                    proc.send_signal(sig)
+                elif proc.poll() is None:
+                    continue  # ended before its level: the test's checks say so
+                del waiting[name]
+            time.sleep(0.02)
+        for ck, proc in self.runs.values():
+            if proc.poll() is None and waiting:
+                proc.kill()
+
+    def result(self, name: str) -> tuple[Path, subprocess.Popen, str]:
+        self.thread.join()
+        ck, proc = self.runs[name]
+        if name not in self.outputs:
+            self.outputs[name] = proc.communicate(timeout=120)
+        return ck, proc, self.outputs[name][0]
+
+
+@pytest.fixture(scope="module")
+def interruptions(tmp_path_factory):
+    runs = Interruptions(tmp_path_factory.mktemp("interrupted"))
+    yield runs
+    for _, proc in runs.runs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, interruptions, local_spark, reference):
+    """An uninterrupted Spark run with --checkpoint: its result and its checkpoint folder."""
+    tmp = tmp_path_factory.mktemp("finished")
+    code, report = check_here(tmp, "--checkpoint", str(tmp / "ck"))
+    assert code == 1
+    return report, tmp / "ck"
 
 
 def test_an_uninterrupted_run_with_a_checkpoint_gives_the_bfs_result_and_saves_every_level(finished, reference):
@@ -102,28 +142,26 @@ def test_an_uninterrupted_run_with_a_checkpoint_gives_the_bfs_result_and_saves_e
 
 
 @pytest.mark.parametrize(
-    "after_levels, resume_extra",
-    [(2, ()), (12, ("--spark-partitions", "3"))],  # the second resume re-keys every saved level
-    ids=["early", "late-repartitioned"],
+    "name, resume_extra",
+    [("early", ()), ("late", ("--spark-partitions", "3"))],  # the second resume re-keys every saved level
 )
 def test_a_run_killed_during_the_search_resumes_to_the_uninterrupted_result(
-    tmp_path, local_spark, reference, after_levels, resume_extra
+    tmp_path, interruptions, local_spark, reference, name, resume_extra
 ):
-    ck = tmp_path / "ck"
-    proc = interrupted(tmp_path, ck, after_levels, signal.SIGKILL)
+    ck, proc, _ = interruptions.result(name)
     assert proc.returncode == -signal.SIGKILL
     saved = levels_saved(ck)
-    assert after_levels <= saved < LEVELS  # killed mid-search, the manifest whole
+    assert Interruptions.PLAN[name][0] <= saved < LEVELS  # killed mid-search, the manifest whole
     code, report = check_here(tmp_path, "--resume", str(ck), *resume_extra)
     assert code == 1
     assert summary(report) == reference
     assert levels_saved(ck) == LEVELS  # the resumed run went on saving there
 
 
-def test_ctrl_c_ends_with_a_partial_result_whose_levels_are_saved_then_resumes(tmp_path, local_spark, reference):
-    ck = tmp_path / "ck"
-    proc = interrupted(tmp_path, ck, 7, signal.SIGINT)
-    out, _ = proc.communicate()
+def test_ctrl_c_ends_with_a_partial_result_whose_levels_are_saved_then_resumes(
+    tmp_path, interruptions, local_spark, reference
+):
+    ck, proc, out = interruptions.result("ctrl-c")
     assert proc.returncode == 3
     report = json.loads(out)
     assert report["complete"] is False and report["stop_reason"] == "interrupted"
