@@ -1,14 +1,17 @@
 """Benchmark of the explicit engine: states/s and bytes per state, per configuration.
 
-    python bench/bench_bfs.py            # every configuration below
-    python bench/bench_bfs.py kip320-rf3  # one by name
+    python bench/bench_bfs.py                         # every configuration below
+    python bench/bench_bfs.py kip320-rf3               # one by name
+    python bench/bench_bfs.py --workers 2 main-job     # in 2 worker processes
 
 This is the scalar kernel's bench (``--kernel scalar``); ``bench_vector.py`` compares
 the two kernels with the same child process.
 
 Each configuration runs in a fresh interpreter so that peak memory is its own;
 bytes per state is (peak RSS - the RSS of an interpreter that imported isrcheck
-and built the model) / distinct states. TLC's figure for the kip-320 rf 3 space
+and built the model) / distinct states. With worker processes the peak is the sum of
+every process's peak and the baseline is subtracted once (forked workers share the
+interpreter's pages until they touch them), which overstates their bytes per state. TLC's figure for the kip-320 rf 3 space
 on our 2-core machines is about 57 s for 737,794 states (1,967,560 generated).
 """
 
@@ -29,7 +32,8 @@ CONFIGS = {
     "main-job": ["--rf", "3", "--min-isr", "2"],
 }
 
-# The child honours check-model's --kernel, and BENCH_WORKERS (threads of the vector kernel);
+# The child honours check-model's --kernel, and BENCH_WORKERS (threads of the vector kernel,
+# processes of the scalar one);
 # "tables" is the time to build the model's tables (and the vector kernel's), before the search.
 CHILD = r"""
 import json, os, resource, sys, time
@@ -63,12 +67,17 @@ baseline = current_rss()
 t, cpu = time.perf_counter(), time.process_time()
 run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
                engine_args=engine_args)
-s = run_check(run).result.stats
+result = run_check(run).result
+s = result.stats
 wall = time.perf_counter() - t
 cpu = time.process_time() - cpu
-peak = peak_rss()
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu += children.ru_utime + children.ru_stime
+procs = 1 + (result.workers if result.kernel == "scalar" and result.workers > 1 else 0)
+peak = s.peak_memory if procs > 1 else peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
-                      wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline)))
+                      wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline,
+                      kernel=result.kernel, workers=result.workers)))
 """
 
 
@@ -80,17 +89,23 @@ def run(name: str, args: list[str] | None = None, workers: int | None = None) ->
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    names = sys.argv[1:] or list(CONFIGS)
+def main(argv: list[str]) -> None:
+    workers = None
+    if "--workers" in argv:
+        i = argv.index("--workers")
+        workers = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2 :]
+    names = argv or list(CONFIGS)
     print(f"{'config':<16}{'distinct':>11}{'(full)':>12}{'generated':>11}{'depth':>6}{'wall s':>8}"
-          f"{'states/s':>10}{'peak MiB':>9}{'B/state':>8}")
+          f"{'states/s':>10}{'peak MiB':>9}{'B/state':>8}{'cpu s':>7}")
     for name in names:
-        r = run(name)
+        r = run(name, workers=workers)
         per_state = (r["peak"] - r["baseline"]) / r["states"]
         full = f"{r['full']:,}" if r["full"] else ""
         print(f"{name:<16}{r['states']:>11,}{full:>12}{r['generated']:>11,}{r['depth']:>6}{r['wall']:>8.2f}"
-              f"{r['states'] / r['wall']:>10,.0f}{r['peak'] / 2**20:>9.0f}{per_state:>8.0f}", flush=True)
+              f"{r['states'] / r['wall']:>10,.0f}{r['peak'] / 2**20:>9.0f}{per_state:>8.0f}{r['cpu']:>7.1f}",
+              flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -43,7 +43,9 @@ KERNELS = ("vector", "scalar")
 class BfsEngine:
     """``kernel="vector"`` runs ``bfs_vector.py`` where the model has a vector kernel that
     covers the properties and no checkpoint is involved; the scalar loop otherwise.
-    ``kernel_used`` and ``fallback`` say afterwards which ran and why."""
+    ``kernel_used`` and ``fallback`` say afterwards which ran and why. ``workers`` is
+    threads for the vector kernel (its default: up to 2) and processes for the scalar
+    one (``bfs_parallel.py``; its default: 1, and checkpoints always run in one process)."""
 
     name = "bfs"
 
@@ -76,10 +78,17 @@ class BfsEngine:
                 kernel, self.fallback = vector_kernel(model, properties, options)
             if kernel is not None:
                 self.kernel_used = "vector"
-                result = VectorSearch(model, kernel, properties, options, observer, self.workers).run()
-                result.kernel = "vector"
+                search = VectorSearch(model, kernel, properties, options, observer, self.workers)
+                result = search.run()
+                result.kernel, result.workers = "vector", search.workers
                 return result
-        result = _Search(model, properties, options, observer, resume, checkpoint).run()
+        if (self.workers or 1) > 1 and resume is None and checkpoint is None:
+            from .bfs_parallel import ParallelBfsEngine
+
+            result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
+            result.workers = self.workers
+        else:
+            result = _Search(model, properties, options, observer, resume, checkpoint).run()
         result.kernel, result.kernel_note = "scalar", self.fallback if self.kernel == "vector" else ""
         return result
 

@@ -7,7 +7,9 @@ into a readable, replayed ``Trace`` is the traces package's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from isrcheck.model import ModelConfig
 
 Status = Literal["holds", "violated", "proved", "unknown"]
 
@@ -31,6 +33,7 @@ class PropertyResult:
     status: Status = "unknown"
     path: Path | None = None
     note: str = ""
+    proof: dict[str, Any] | None = None  # symbolic engines: how a proof attempt ended (method, outcome, ...)
 
     @property
     def trace_length(self) -> int | None:
@@ -63,6 +66,8 @@ class CheckResult:
     symmetry: bool = False
     kernel: str = ""  # the BFS kernel that ran (vector, scalar), when the engine has kernels
     kernel_note: str = ""  # why the requested kernel did not run, if it did not
+    workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
+    replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
 
     def by_name(self, name: str) -> PropertyResult:
         for p in self.properties:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     """The run that option values ask for; check-suite builds each check's run with it too.
     An unset --max-memory stays None here: the caller knows how many runs share the machine."""
     config = model_config_from(params, explicit)
+    engine_args = z3_engine_args(params, explicit, config)
     options = CheckOptions(
         max_depth=params["max_depth"],
         explore_all=params["explore_all"],
@@ -67,9 +69,15 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     kernel = params.get("kernel") or "vector"
     if "kernel" in explicit and params["engine"] != "bfs":
         raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
-    engine_args = spark_engine_args(params, explicit)
+    engine_args.update(spark_engine_args(params, explicit))
+    workers = params.get("workers")
+    if workers is not None and workers < 1:
+        raise UsageFailure(f"--workers {workers}: must be at least 1")
+    if "workers" in explicit and params["engine"] != "bfs":
+        raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
     if params["engine"] == "bfs":
         engine_args["kernel"] = kernel
+        engine_args["workers"] = workers
     return CheckRun(
         config,
         params["engine"],
@@ -80,6 +88,18 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         resume_dir=params.get("resume_dir"),
         engine_args=engine_args,
     )
+
+
+def z3_engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
+    """--prove and --prove-timeout for the Z3 engine; they and unbounded epochs need it."""
+    if params["engine"] == "z3":
+        return {"prove": params.get("prove") or "induction", "prove_timeout": params.get("prove_timeout") or 60.0}
+    given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
+    if given:
+        raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
+    if config.unbounded:
+        raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
+    return {}
 
 
 SPARK_OPTIONS = {"spark_master": "--spark-master", "spark_partitions": "--spark-partitions", "verbose": "--verbose"}
@@ -127,6 +147,23 @@ def _size(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
+class EpochBound(click.ParamType):
+    """A non-negative int, or 'unbounded' (None): leader epochs and record ids without bound."""
+
+    name = "N|unbounded"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, int) or value == "unbounded":
+            return None if value == "unbounded" else value
+        try:
+            number = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'unbounded'", param, ctx)
+        if number < 0:
+            self.fail(f"{number} is negative", param, ctx)
+        return number
+
+
 def _nonneg(ctx, param, value):
     if value is not None and value < 0:
         raise click.BadParameter(f"{value} is negative")
@@ -150,13 +187,17 @@ def _nonneg(ctx, param, value):
 @click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,
               help="Records the producer may write.")
 @click.option("--log-size", type=int, default=None, callback=_nonneg, help="Log capacity [default: max-records].")
-@click.option("--max-leader-epoch", type=int, default=2, show_default=True, callback=_nonneg,
-              help="Highest leader epoch (epochs 0..N).")
+@click.option("--max-leader-epoch", type=EpochBound(), default=2, show_default=True,
+              help="Highest leader epoch (epochs 0..N); 'unbounded' (with --engine z3): epochs and record ids unbounded.")
 @click.option("--max-depth", type=int, default=None, callback=_nonneg,
               help="Bound on trace length in states, the initial one included.")
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--prove", type=click.Choice(["none", "induction", "spacer"]), default=None,
+              help="--engine z3: after BMC, try a proof for every depth [default: induction].")
+@click.option("--prove-timeout", callback=_duration, metavar="DURATION",
+              help="--engine z3: time for the proof attempt [default: 60s].")
 @click.option("--spark-master", metavar="URL", default=None,
               help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
                    "k8s://... [default: local[*]].")
@@ -166,6 +207,9 @@ def _nonneg(ctx, param, value):
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
               help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
                    "machine without checkpoints; scalar (one state at a time) otherwise.")
+@click.option("--workers", type=int, default=None, metavar="N",
+              help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
+                   "process may use]. Checkpointed runs use one process.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
@@ -193,6 +237,8 @@ def main(**params) -> int:
     run = check_run_from(params, explicit)
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
+    if run.engine == "bfs" and run.engine_args["workers"] is None:
+        run.engine_args["workers"] = len(os.sched_getaffinity(0))
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)

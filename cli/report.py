@@ -16,7 +16,7 @@ def bounds(outcome: CheckOutcome) -> dict[str, Any]:
     return {
         "max_records": c.max_records,
         "log_size": c.log_size,
-        "max_leader_epoch": c.max_leader_epoch,
+        "max_leader_epoch": "unbounded" if c.unbounded else c.max_leader_epoch,
         "max_depth": outcome.run.options.max_depth,
         "crashes": 0 if c.core else c.crashes,
         "disk_loss": 0 if c.core else c.disk_loss,
@@ -55,6 +55,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "engine": r.engine,
         **({"kernel": r.kernel} if r.kernel else {}),
         **({"kernel_note": r.kernel_note} if r.kernel_note else {}),
+        "workers": r.workers,
         "complete": r.complete,
         "exhausted": r.exhausted,
         "stop_reason": r.stop_reason or None,
@@ -73,6 +74,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
                 "trace_length": p.trace_length,
                 "trace_file": str(outcome.trace_files[p.name]) if p.name in outcome.trace_files else None,
                 **({"note": p.note} if p.note else {}),
+                **({"proof": p.proof} if p.proof else {}),
             }
             for p in r.properties
         ],
@@ -94,7 +96,7 @@ def status_words(outcome: CheckOutcome, name: str) -> str:
         if p.status == "proved":
             return "proved for every depth" + (f" ({p.note})" if p.note else "")
         if p.status == "holds":
-            return "holds within bounds"
+            return "holds within bounds" + (f" ({p.note})" if p.note else "")
         return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
     if p.status == "holds":
         return f"witnessed in {p.trace_length} states" + (f": example saved to {file}" if file else "")
@@ -108,6 +110,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     s = r.stats
     lines = [f"isrcheck: {outcome.run.config.summary()}"]
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
+    if r.workers > 1:
+        kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     for p in r.properties:
@@ -116,11 +120,19 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         for p in r.properties:
             if p.status == "violated" and p.expectation == "always" and p.name in outcome.traces:
                 lines.extend(explain_lines(outcome, p.name))
+    for p in r.properties:  # a failed induction: the state a lemma must rule out
+        if p.proof and p.proof.get("cti"):
+            lines.append("")
+            lines.extend(p.proof["cti"].splitlines())
     full = f" ({s.full_states:,} before symmetry reduction)" if s.full_states is not None else ""
-    lines.append(
-        f"states: {s.states:,} distinct{full}, {s.generated:,} generated, depth {s.depth}, "
-        f"{s.seconds:.2f} s, {s.states_per_second:,.0f} states/s, peak memory {s.peak_memory / 2**20:,.0f} MiB"
-    )
+    if r.engine == "z3":  # symbolic: no states are enumerated
+        lines.append(f"symbolic: BMC checked every path up to depth {s.depth}, {s.seconds:.2f} s, "
+                     f"peak memory {s.peak_memory / 2**20:,.0f} MiB")
+    else:
+        lines.append(
+            f"states: {s.states:,} distinct{full}, {s.generated:,} generated, depth {s.depth}, "
+            f"{s.seconds:.2f} s, {s.states_per_second:,.0f} states/s, peak memory {s.peak_memory / 2**20:,.0f} MiB"
+        )
     if r.complete:
         scope = "the whole bounded space" if r.exhausted else "until every property was decided"
         lines.append(f"searched {scope}; bounds: {bounds_words(outcome)}")

@@ -52,7 +52,9 @@ def config_slug(config: ModelConfig) -> str:
         if not config.consumer:
             parts.append("noconsumer")
     defaults = ModelConfig()
-    if (config.max_records, config.log_size, config.max_leader_epoch) != (
+    if config.unbounded:
+        parts.append(f"l{config.log_size}unbounded")
+    elif (config.max_records, config.log_size, config.max_leader_epoch) != (
         defaults.max_records,
         config.max_records,
         defaults.max_leader_epoch,
@@ -103,12 +105,15 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
 
 
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
-    model = ReplicationModel(run.config)
+    # an unbounded configuration has no explicit model: the symbolic engine takes the config
+    model = run.config if run.config.unbounded else ReplicationModel(run.config)
     props = select(run.config, list(run.properties) or None)
     saving = _checkpointing(run, model, props)
     engine = get_engine(run.engine, **run.engine_args)
     result = engine.check(model, props, run.options, observer, **saving)
     outcome = CheckOutcome(run, result)
+    if result.replay_config is not None:  # the paths are of a bounded model that holds them
+        model = ReplicationModel(result.replay_config)
     for pr in result.properties:
         if pr.path is None:
             continue

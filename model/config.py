@@ -56,7 +56,7 @@ class ModelConfig:
     protocol: str = Revision.KIP_320.value
     max_records: int = 2
     log_size: int | None = None
-    max_leader_epoch: int = 2
+    max_leader_epoch: int | None = 2  # None: unbounded epochs and record ids (symbolic engine only)
     core: bool = False
     acks: str = "all"
     min_isr: int = 1
@@ -78,6 +78,19 @@ class ModelConfig:
         return Revision(self.protocol)
 
     @property
+    def unbounded(self) -> bool:
+        """Leader epochs and record ids without bound (``--max-leader-epoch unbounded``):
+        only the Z3 engine can check it; the explicit model refuses it."""
+        return self.max_leader_epoch is None
+
+    def require_bounded(self) -> "ModelConfig":
+        if self.unbounded:
+            raise ConfigError(
+                "--max-leader-epoch unbounded needs --engine z3: the explicit model enumerates epochs and record ids"
+            )
+        return self
+
+    @property
     def logsize(self) -> int:
         assert self.log_size is not None
         return self.log_size
@@ -90,7 +103,7 @@ class ModelConfig:
         _require(1 <= self.max_records <= 8, f"--max-records {self.max_records} is out of range; allowed 1 to 8")
         _require(1 <= self.logsize <= 8, f"--log-size {self.log_size} is out of range; allowed 1 to 8")
         _require(
-            0 <= self.max_leader_epoch <= 8,
+            self.unbounded or 0 <= self.max_leader_epoch <= 8,
             f"--max-leader-epoch {self.max_leader_epoch} is out of range; allowed 0 to 8",
         )
         if self.core:
@@ -134,10 +147,13 @@ class ModelConfig:
             parts.append("unclean election" if self.unclean_election else "clean election")
             if not self.consumer:
                 parts.append("no consumer")
-        parts.append(
-            f"bounds: max-records {self.max_records}, log-size {self.log_size}, "
-            f"max-leader-epoch {self.max_leader_epoch}"
-        )
+        if self.unbounded:
+            parts.append(f"bounds: log-size {self.log_size}, leader epochs and record ids unbounded")
+        else:
+            parts.append(
+                f"bounds: max-records {self.max_records}, log-size {self.log_size}, "
+                f"max-leader-epoch {self.max_leader_epoch}"
+            )
         return ", ".join(parts)
 
 

@@ -37,7 +37,7 @@ class ReplicationModel:
     """One partition's replication protocol for one configuration."""
 
     def __init__(self, config: ModelConfig) -> None:
-        self.config = config.validate()
+        self.config = config.validate().require_bounded()
         self.layout = Layout(config)
         self.catalogue = Catalogue(config)
         self.successors = make_successors(self.layout, self.catalogue)

@@ -8,7 +8,7 @@ import pytest
 
 from isrcheck.traces import itf, replay
 
-from .clitools import run_cli, run_json
+from .clitools import run_cli, run_json, summary
 
 BAD_INPUT = [
     (["--rf", "3", "--min-isr", "4"], "--min-isr 4 is impossible with --rf 3"),
@@ -91,3 +91,22 @@ def test_max_depth_bounds_the_search_and_the_verdict_says_so(tmp_path):
     assert code == 0  # the 9-state counterexample lies beyond the bound
     assert report["depth"] == 8 and report["bounds"]["max_depth"] == 8
     assert report["properties"][0]["status"] == "holds"
+
+
+def test_worker_processes_and_one_process_give_the_same_answer(tmp_path):
+    """The scalar kernel's default on a multi-core machine is several processes; they must
+    report what one process reports (a violated Kafka property, so traces are rebuilt across workers)."""
+    args = ("--rf", "2", "--acks", "1", "--kernel", "scalar", "--continue", "--trace-dir", str(tmp_path))
+    one = run_json(*args, "--workers", "1")
+    three = run_json(*args, "--workers", "3")
+    assert one[0] == three[0] == 1
+    assert one[1]["workers"] == 1 and three[1]["workers"] == 3
+    assert summary(one[1]) == summary(three[1])
+    assert ("acked-survive", "violated", 6) in summary(three[1])["properties"]
+
+
+def test_workers_must_be_positive_and_belong_to_bfs(tmp_path):
+    for args, words in ((["--workers", "0"], "--workers 0: must be at least 1"),
+                        (["--engine", "z3", "--workers", "2"], "--workers applies to --engine bfs")):
+        proc = run_cli("check-model", *args, "--trace-dir", str(tmp_path))
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
