@@ -74,6 +74,8 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
         raise checkpoint.CheckpointError(
             f"--checkpoint and --resume work with --engine {' or '.join(CHECKPOINTING_ENGINES)}, not {run.engine}"
         )
+    if run.resume_dir is not None and run.checkpoint_dir not in (None, run.resume_dir):
+        raise checkpoint.CheckpointError("a resumed search goes on saving where it was saved: omit --checkpoint")
     o = run.options
     ident = checkpoint.identity(
         run.config.as_dict(),
@@ -89,8 +91,6 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
     if run.engine == "spark":  # completed levels, saved by the executors: see spark_checkpoint
         from isrcheck.checker import spark_checkpoint
 
-        if run.resume_dir is not None and run.checkpoint_dir not in (None, run.resume_dir):
-            raise checkpoint.CheckpointError("a resumed Spark search goes on saving where it was saved: omit --checkpoint")
         saved = spark_checkpoint.load(run.resume_dir, ident) if run.resume_dir is not None else None
         if saved is None:
             checkpoint.refuse_existing(folder)
