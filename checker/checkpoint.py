@@ -12,6 +12,9 @@ moment leaves the previous manifest or the new one, each describing data that is
 on disk; bytes past the manifest's lengths are ignored and trimmed on resume.
 Reading checks everything before anything is written, so a refused checkpoint is
 left as it was.
+
+The manifest's frame (format, versions, identity), its atomic writing and its
+checks are shared with the Spark engine's checkpoints (``spark_checkpoint``).
 """
 
 from __future__ import annotations
@@ -57,10 +60,7 @@ class CheckpointWriter:
 
     @staticmethod
     def refuse_existing(folder: Path) -> None:
-        if (Path(folder) / MANIFEST).exists():
-            raise CheckpointError(
-                f"{folder} already holds a checkpoint: continue it with --resume {folder}, or choose an empty folder"
-            )
+        refuse_existing(folder)
 
     def write(self, st: SearchState) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -79,10 +79,7 @@ class CheckpointWriter:
                 os.fsync(f.fileno())
         self.written = n
         manifest = {
-            "format": FORMAT,
-            "isrcheck_version": __version__,
-            "model_version": MODEL_VERSION,
-            **self.ident,
+            **header(FORMAT, self.ident),
             "state_bytes": self.width,
             "parent_type": st.parents.typecode,
             "action_type": st.actions.typecode,
@@ -94,8 +91,7 @@ class CheckpointWriter:
             "found": st.found,
             "elapsed": st.elapsed,
         }
-        _atomic_write(self.folder / MANIFEST, json.dumps(manifest, indent=1).encode())
-
+        atomic_write(self.folder / MANIFEST, json.dumps(manifest, indent=1).encode())
 
     def _encode(self, name: str, st: SearchState, lo: int, hi: int) -> bytes:
         if name == "states.bin":
@@ -104,7 +100,21 @@ class CheckpointWriter:
         return (st.parents if name == "parents.bin" else st.actions)[lo:hi].tobytes()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def refuse_existing(folder: Path) -> None:
+    """--checkpoint into a folder that holds a checkpoint would overwrite it: refused."""
+    if (Path(folder) / MANIFEST).exists():
+        raise CheckpointError(
+            f"{folder} already holds a checkpoint: continue it with --resume {folder}, or choose an empty folder"
+        )
+
+
+def header(fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
+    """The first fields of every manifest: what wrote it, and for which run."""
+    return {"format": fmt, "isrcheck_version": __version__, "model_version": MODEL_VERSION, **ident}
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a kill at any moment leaves the old or the new file whole."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
@@ -121,24 +131,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
 def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, Any]]:
     """Read and verify a checkpoint; raise CheckpointError naming what is wrong."""
     folder = Path(folder)
+    m = read_manifest(folder, FORMAT, ident)
     mpath = folder / MANIFEST
-    if not mpath.exists():
-        raise CheckpointError(f"no checkpoint in {folder} (no {MANIFEST})")
-    try:
-        m = json.loads(mpath.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"checkpoint manifest {mpath} is unreadable or corrupted ({type(e).__name__})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise CheckpointError(f"{mpath} is not an isrcheck checkpoint manifest")
-    if m.get("model_version") != MODEL_VERSION:
-        raise CheckpointError(
-            f"checkpoint was written for model version {m.get('model_version')} by isrcheck "
-            f"{m.get('isrcheck_version')}; this isrcheck has model version {MODEL_VERSION}"
-        )
-    for key in ("config", "options"):
-        if m.get(key) != ident[key]:
-            diff = _first_difference(m.get(key) or {}, ident[key])
-            raise CheckpointError(f"checkpoint in {folder} is for another run: {diff}")
     try:
         n = int(m["states"])
         width = int(m["state_bytes"])
@@ -173,6 +167,35 @@ def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, An
     if not (0 <= st.cursor <= n and st.level_ends and st.level_ends[-1] <= n):
         raise CheckpointError(f"checkpoint manifest {mpath} is inconsistent")
     return st, m
+
+
+def read_manifest(folder: Path, fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
+    """The manifest in ``folder`` if it is of format ``fmt`` and for this run; else CheckpointError."""
+    mpath = Path(folder) / MANIFEST
+    if not mpath.exists():
+        raise CheckpointError(f"no checkpoint in {folder} (no {MANIFEST})")
+    try:
+        m = json.loads(mpath.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"checkpoint manifest {mpath} is unreadable or corrupted ({type(e).__name__})") from None
+    saved = m.get("options") if isinstance(m, dict) else None
+    engine = ident["options"].get("engine")
+    if isinstance(saved, dict) and str(m.get("format", "")).startswith("isrcheck-") and saved.get("engine") != engine:
+        raise CheckpointError(
+            f"checkpoint in {folder} was written by --engine {saved.get('engine')}; this run uses --engine {engine}"
+        )
+    if not isinstance(m, dict) or m.get("format") != fmt:
+        raise CheckpointError(f"{mpath} is not an isrcheck checkpoint manifest")
+    if m.get("model_version") != MODEL_VERSION:
+        raise CheckpointError(
+            f"checkpoint was written for model version {m.get('model_version')} by isrcheck "
+            f"{m.get('isrcheck_version')}; this isrcheck has model version {MODEL_VERSION}"
+        )
+    for key in ("config", "options"):
+        if m.get(key) != ident[key]:
+            diff = _first_difference(m.get(key) or {}, ident[key])
+            raise CheckpointError(f"checkpoint in {folder} is for another run: {diff}")
+    return m
 
 
 def _first_difference(saved: dict, now: dict) -> str:

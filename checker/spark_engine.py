@@ -15,6 +15,10 @@ without one), so a lost executor costs its cached blocks, re-read from the
 checkpoint, and its share of the current level, which Spark recomputes: the
 result cannot change, and nothing before the last level is recomputed.
 
+With ``--checkpoint``/``--resume`` every completed level is also saved to files
+in the user's folder, and a resumed search reads its levels back from there
+(``spark_checkpoint``): level boundaries are the checkpoints.
+
 Counterexamples are rebuilt as the BFS engine rebuilds them: walk the parent
 pointers back level by level (one small job per level, reading only the
 partitions that hold the states of the path), then re-execute the path on the
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING, Sequence
 from isrcheck.model import ConfigError, ReplicationModel
 from isrcheck.properties import Property
 
+from . import spark_checkpoint as saving
 from . import spark_context as ctx
 from . import spark_tasks as tasks
 from .bfs import replay_path
@@ -85,11 +90,15 @@ class SparkEngine:
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,
+        resume: saving.Saved | None = None,
+        checkpoint: saving.SparkCheckpointWriter | None = None,
     ) -> CheckResult:
+        """Search; ``resume`` continues a saved search, ``checkpoint`` saves every completed level."""
         sc = ctx.spark_context(self.master, self.verbose)
         ctx.ship_package(sc)
-        partitions = self.partitions or max(1, sc.defaultParallelism)
+        partitions = self.partitions or (resume.partitions if resume else max(1, sc.defaultParallelism))
         search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions)
+        search.resume, search.saver = resume, checkpoint
         temp_dir = search.setup_checkpoints(self.checkpoint_dir, self.master)
         try:
             return search.run()
@@ -123,6 +132,9 @@ class _SparkSearch:
         self.full_states = 0
         self.group = f"isrcheck-{uuid.uuid4().hex[:12]}"
         self.durability = "reliable"  # see setup_checkpoints
+        self.resume: saving.Saved | None = None
+        self.saver: saving.SparkCheckpointWriter | None = None
+        self.written: list = []  # the files of the level just computed, when saving
 
     # -- setup and teardown -------------------------------------------------------
     def setup_checkpoints(self, directory: str | None, master: str) -> str | None:
@@ -157,18 +169,23 @@ class _SparkSearch:
     # -- the search ---------------------------------------------------------------
     def run(self) -> CheckResult:
         opts = self.options
-        started = time.monotonic()
+        started = time.monotonic() - (self.resume.elapsed if self.resume else 0.0)
         limits = Limits(opts, started)
         pending = [p.name for p in self.properties]
-        inits = list(dict.fromkeys(self.canonical(s) if self.canonical else s for s in self.model.init_states()))
-        self.generated = len(inits)
         stop = ""
         frontier_done = False  # the last level had no successor left to discover
         watchdog = _Watchdog(self.sc, self.group, self.observer, limits)
         self.sc.setJobGroup(self.group, "isrcheck breadth-first search", interruptOnCancel=True)
         try:
-            seed = self.sc.parallelize(tasks.seed_records(inits, self.partitions), min(len(inits), self.partitions))
-            self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
+            if self.resume is not None:
+                self._restore()
+            else:
+                canon = self.canonical or (lambda s: s)
+                inits = list(dict.fromkeys(canon(s) for s in self.model.init_states()))
+                self.generated = len(inits)
+                seed = self.sc.parallelize(tasks.seed_records(inits, self.partitions), min(len(inits), self.partitions))
+                self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
+                self._save(started)
             while True:
                 pending = [name for name in pending if name not in self.found]
                 if not opts.explore_all and not pending:
@@ -184,6 +201,7 @@ class _SparkSearch:
                 if not self._level(candidates, tuple(pending), watchdog):
                     frontier_done = True
                     break
+                self._save(started)
                 self.observer.progress(
                     Progress(
                         sum(self.level_sizes), self.level_sizes[-1], len(self.levels), self.generated,
@@ -194,6 +212,8 @@ class _SparkSearch:
             stop = e.reason
         finally:
             watchdog.close()
+            if self.saver is not None:
+                self._finish_saving(time.monotonic() - started)
         self.sc.setJobGroup(self.group + "-traces", "isrcheck counterexamples", interruptOnCancel=True)
         try:
             paths = self._paths()
@@ -201,6 +221,32 @@ class _SparkSearch:
             paths, stop = {}, stop or ctx.failure_words(e)
         depth_bound = opts.max_depth is not None and len(self.levels) >= opts.max_depth
         return self._result(stop, frontier_done, depth_bound, paths, time.monotonic() - started)
+
+    def _restore(self) -> None:
+        """The saved levels and counters of the search being resumed (levels read lazily)."""
+        from pyspark import StorageLevel
+
+        saved = self.resume
+        for depth in range(1, len(saved.levels) + 1):
+            self.levels.append(saving.rebuild(self.sc, saved, depth, self.partitions))
+            self.levels[-1].persist(StorageLevel.MEMORY_AND_DISK)
+        self.level_sizes = [level["states"] for level in saved.levels]
+        self.generated, self.full_states, self.found = saved.generated, saved.full_states, dict(saved.found)
+
+    def _save(self, started: float) -> None:
+        """Checkpoint the level just completed; a failure to write stops the search, saying why."""
+        if self.saver is None:
+            return
+        try:
+            self.saver.save(self.written, self.level_sizes[-1], self, time.monotonic() - started)
+        except OSError as e:  # the level's files are written; its manifest could not be
+            raise _Stopped(f"checkpoint not written ({type(e).__name__}: {e})") from None
+
+    def _finish_saving(self, elapsed: float) -> None:
+        try:
+            self.saver.finish(elapsed)
+        except OSError:  # only the time spent is lost: every completed level is saved already
+            pass
 
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
         return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending)
@@ -225,8 +271,13 @@ class _SparkSearch:
                 level.localCheckpoint()
             else:
                 level.checkpoint()
+        depth = len(self.levels) + 1
         try:
-            summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+            if self.saver is None:
+                summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+            else:  # the job that computes the level saves it: (file, summaries) per partition
+                rows = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
+                self.written, summaries = [f for f, _ in rows], [s for _, part in rows for s in part]
         except _Stopped:
             level.unpersist(blocking=False)
             raise
@@ -234,8 +285,9 @@ class _SparkSearch:
         self.generated += sum(s.generated for s in summaries)
         if new == 0:
             level.unpersist(blocking=False)
+            if self.saver is not None:
+                self.saver.discard(depth)
             return False
-        depth = len(self.levels) + 1
         self.levels.append(level)
         self.level_sizes.append(new)
         self.full_states += sum(s.full_states for s in summaries)

@@ -63,7 +63,7 @@ def config_slug(config: ModelConfig) -> str:
     return "-".join(parts)
 
 
-CHECKPOINTING_ENGINES = ("bfs",)
+CHECKPOINTING_ENGINES = ("bfs", "spark")
 
 
 def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, Any]:
@@ -74,6 +74,8 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
         raise checkpoint.CheckpointError(
             f"--checkpoint and --resume work with --engine {' or '.join(CHECKPOINTING_ENGINES)}, not {run.engine}"
         )
+    if run.resume_dir is not None and run.checkpoint_dir not in (None, run.resume_dir):
+        raise checkpoint.CheckpointError("a resumed search goes on saving where it was saved: omit --checkpoint")
     o = run.options
     ident = checkpoint.identity(
         run.config.as_dict(),
@@ -85,8 +87,15 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
             "properties": [p.name for p in props],
         },
     )
-    width = (model.layout.state_bits + 7) // 8
     folder = run.checkpoint_dir or run.resume_dir
+    if run.engine == "spark":  # completed levels, saved by the executors: see spark_checkpoint
+        from isrcheck.checker import spark_checkpoint
+
+        saved = spark_checkpoint.load(run.resume_dir, ident) if run.resume_dir is not None else None
+        if saved is None:
+            checkpoint.refuse_existing(folder)
+        return {"resume": saved, "checkpoint": spark_checkpoint.SparkCheckpointWriter(folder, ident, saved)}
+    width = (model.layout.state_bits + 7) // 8
     if run.resume_dir is not None:
         state, manifest = checkpoint.load(run.resume_dir, ident)
         writer = checkpoint.CheckpointWriter(folder, ident, width, resume_from=manifest)

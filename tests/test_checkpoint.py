@@ -154,6 +154,15 @@ def test_checkpointing_into_a_folder_that_holds_one_is_refused(saved):
     assert_refused(proc, ck, before, "already holds a checkpoint")
 
 
+def test_resuming_into_another_checkpoint_folder_is_refused(saved, tmp_path):
+    """A resumed search appends to the files it resumed; another folder would get a tail without its head."""
+    ck, before = saved
+    other = tmp_path / "other"
+    proc = resume_small(ck, "--checkpoint", str(other))
+    assert_refused(proc, ck, before, "omit --checkpoint")
+    assert not other.exists()
+
+
 def test_resuming_a_finished_search_gives_its_result_again(saved, tmp_path):
     ck, _ = saved
     code, report = run_json("--core", "--rf", "2", "--resume", str(ck), "--trace-dir", str(tmp_path / "t2"))
