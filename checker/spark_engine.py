@@ -22,6 +22,13 @@ model (``replay_path``). Parents and reported states are chosen
 deterministically (see ``spark_tasks``), so every master and partitioning gives
 the same traces; their lengths are BFS's shortest lengths.
 
+Where the vector kernel applies (the rule of the BFS engine: the core machine, a
+kernel that covers the properties and the symmetry), states are its keys from the
+seed to the parent walk, and executors expand, canonicalise, de-duplicate and check
+a partition's states as arrays (``spark_vector``); the path's keys become scalar
+states again before the replay, as in ``bfs_vector``. Otherwise states are scalar
+packed ints throughout.
+
 pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; executors import
 ``spark_tasks``, which the driver ships in a zip.
 """
@@ -41,7 +48,7 @@ from isrcheck.properties import Property
 
 from . import spark_context as ctx
 from . import spark_tasks as tasks
-from .bfs import replay_path
+from .bfs import KERNELS, replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, PropertyResult, Stats
 
@@ -61,6 +68,7 @@ class SparkEngine:
     checkpoint_dir: where levels are checkpointed; must be reachable from every executor
       (default: ``spark.checkpoint.dir`` if configured, a temporary directory when the
       executors run on this machine, else replicated in-memory caching).
+    kernel: "vector" where it applies (else scalar, with the reason in ``kernel_note``), or "scalar".
     """
 
     name = "spark"
@@ -71,7 +79,11 @@ class SparkEngine:
         partitions: int | None = None,
         verbose: bool = False,
         checkpoint_dir: str | None = None,
+        kernel: str = "vector",
     ) -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+        self.kernel = kernel
         self.master = ctx.validate_master(master)
         if partitions is not None and partitions < 1:
             raise ConfigError(f"--spark-partitions {partitions}: must be at least 1")
@@ -86,13 +98,23 @@ class SparkEngine:
         options: CheckOptions,
         observer: Observer | None = None,
     ) -> CheckResult:
+        kernel, note = None, ""
+        if self.kernel == "vector":
+            note = "the vector kernel covers the core machine (--core) only"
+            if model.config.core:  # checked first: NumPy is imported only where it is used
+                from .bfs_vector import vector_kernel
+
+                kernel, note = vector_kernel(model, properties, options)
         sc = ctx.spark_context(self.master, self.verbose)
         ctx.ship_package(sc)
         partitions = self.partitions or max(1, sc.defaultParallelism)
-        search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions)
+        search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions, kernel)
         temp_dir = search.setup_checkpoints(self.checkpoint_dir, self.master)
         try:
-            return search.run()
+            result = search.run()
+            result.kernel = "vector" if kernel is not None else "scalar"
+            result.kernel_note = note if kernel is None and self.kernel == "vector" else ""
+            return result
         finally:
             search.release()
             if temp_dir is not None:
@@ -108,7 +130,7 @@ class _Stopped(Exception):
 
 
 class _SparkSearch:
-    def __init__(self, sc, model, properties, options, observer, partitions) -> None:
+    def __init__(self, sc, model, properties, options, observer, partitions, kernel=None) -> None:
         self.sc: SparkContext = sc
         self.model = model
         self.properties = list(properties)
@@ -116,6 +138,7 @@ class _SparkSearch:
         self.observer = observer
         self.partitions = partitions
         self.canonical = model.symmetry.canonical if options.symmetry else None
+        self.kernel = kernel  # the vector kernel, whose keys are the states; None: scalar states
         self.levels: list[RDD] = []  # level d+1 (depth d+1) is levels[d]; together the visited set
         self.level_sizes: list[int] = []
         self.found: dict[str, tuple[int, int]] = {}  # property -> (depth, state)
@@ -160,14 +183,13 @@ class _SparkSearch:
         started = time.monotonic()
         limits = Limits(opts, started)
         pending = [p.name for p in self.properties]
-        inits = list(dict.fromkeys(self.canonical(s) if self.canonical else s for s in self.model.init_states()))
-        self.generated = len(inits)
+        seeds, self.generated = self._seeds()
         stop = ""
         frontier_done = False  # the last level had no successor left to discover
         watchdog = _Watchdog(self.sc, self.group, self.observer, limits)
         self.sc.setJobGroup(self.group, "isrcheck breadth-first search", interruptOnCancel=True)
         try:
-            seed = self.sc.parallelize(tasks.seed_records(inits, self.partitions), min(len(inits), self.partitions))
+            seed = self.sc.parallelize(seeds, min(len(seeds), self.partitions))
             self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
             while True:
                 pending = [name for name in pending if name not in self.found]
@@ -202,8 +224,19 @@ class _SparkSearch:
         depth_bound = opts.max_depth is not None and len(self.levels) >= opts.max_depth
         return self._result(stop, frontier_done, depth_bound, paths, time.monotonic() - started)
 
+    def _seeds(self) -> tuple[list[tasks.Record], int]:
+        """The distinct (canonical) initial states as candidates, scalar or as kernel keys; how many."""
+        if self.kernel is None:
+            inits = dict.fromkeys(self.canonical(s) if self.canonical else s for s in self.model.init_states())
+            return tasks.seed_records(inits, self.partitions), len(inits)
+        from . import spark_vector
+
+        keys = self.kernel.initial_keys()
+        records = spark_vector.seed_records(self.kernel.canonical(keys) if self.canonical else keys, self.partitions)
+        return records, sum(payload[1].shape[1] for _, payload in records)
+
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
-        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending)
+        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending, self.kernel is not None)
 
     def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "_Watchdog") -> bool:
         """Compute, cache and checkpoint the next level; False when it has no new state."""
@@ -256,10 +289,26 @@ class _SparkSearch:
             walking = [name for name in chains if depth_of[name] >= depth]
             wanted = frozenset(chains[name][-1] for name in walking)
             parts = sorted({tasks.partition_of(s, self.partitions) for s in wanted})
-            parents = dict(self.sc.runJob(self.levels[depth - 1], partial(tasks.find_parents, wanted), parts))
+            parents = dict(self.sc.runJob(self.levels[depth - 1], self._find_parents(wanted), parts))
             for name in walking:
                 chains[name].append(parents[chains[name][-1]])
-        return {name: replay_path(self.model, chain[::-1], self.canonical) for name, chain in chains.items()}
+        return {name: self._replay(chain[::-1]) for name, chain in chains.items()}
+
+    def _find_parents(self, wanted: frozenset[int]):
+        if self.kernel is None:
+            return partial(tasks.find_parents, wanted)
+        from . import spark_vector
+
+        return partial(spark_vector.find_parents, self.kernel.words, wanted)
+
+    def _replay(self, chain: list[int]) -> Path:
+        """The model's path through the stored states (kernel keys are replayed as ``bfs_vector`` does)."""
+        kernel = self.kernel
+        if kernel is None:
+            return replay_path(self.model, chain, self.canonical)
+        if self.canonical is not None:
+            return replay_path(self.model, chain, kernel.canonical_of_scalar)
+        return replay_path(self.model, [kernel.scalar_of_key(k) for k in chain])
 
     def _result(self, stop: str, frontier_done: bool, depth_bound: bool, paths: dict, seconds: float) -> CheckResult:
         """The verdicts and statistics, with BFS's meaning for every field."""
