@@ -14,7 +14,10 @@ from isrcheck.model import ModelConfig, ReplicationModel, fingerprint
 from isrcheck.model.kernel import kernel_for
 from isrcheck.properties import BY_NAME
 
-from .sparktools import CORE_RF2, assert_agrees_with_bfs, counts, run_spark, verdicts
+from .conftest import run_bfs
+from .sparktools import (
+    CORE_RF2, assert_agrees_with_bfs, assert_paths_reach_their_verdicts, counts, run_spark, verdicts,
+)
 
 # -- keys and partitions: plain NumPy ----------------------------------------------------------
 
@@ -131,3 +134,58 @@ def test_vector_and_scalar_tasks_compute_the_same_levels_for_any_partitioning(sy
 def _decides(model, name, state) -> bool:
     prop = BY_NAME[name]
     return prop.compile(model)(state) != (prop.expectation == "always")
+
+
+# -- local mode: the vector kernel, the scalar one and BFS agree -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_spark():
+    from pyspark import SparkContext
+
+    from isrcheck.checker import spark_context
+
+    spark_context.spark_context("local[*]")
+    yield
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+
+
+def spark_test(test):
+    return pytest.mark.spark(pytest.mark.usefixtures("local_spark")(test))
+
+
+AGREE = [  # exhaustive runs: about 0.5 s of Spark scheduling per level each, on a loaded 2-core machine
+    ("kip-320 rf 2 symmetry", ModelConfig(rf=2, protocol="kip-320", core=True), True),
+    ("kip-101 rf 2 symmetry", CORE_RF2["kip-101"], True),
+]
+
+
+@spark_test
+@pytest.mark.parametrize("config,symmetry", [a[1:] for a in AGREE], ids=[a[0] for a in AGREE])
+def test_spark_on_either_kernel_finds_the_bfs_states_depth_verdicts_and_trace_lengths(config, symmetry):
+    vector = run_spark(config, partitions=3, explore_all=True, symmetry=symmetry)
+    scalar = run_spark(config, partitions=2, kernel="scalar", explore_all=True, symmetry=symmetry)
+    assert (vector.kernel, vector.kernel_note, scalar.kernel, scalar.kernel_note) == ("vector", "", "scalar", "")
+    assert counts(vector) == counts(scalar) and verdicts(vector) == verdicts(scalar)
+    assert_agrees_with_bfs(config, vector, explore_all=True, symmetry=symmetry)
+
+
+@spark_test
+def test_a_violation_found_on_the_vector_kernel_has_the_bfs_length_and_replays_on_the_model():
+    """Both Spark runs stop at the end of the deciding level (BFS inside it: its count can be lower)."""
+    config, props = CORE_RF2["hw-truncation"], ["weak-isr", "strong-isr"]
+    vector = run_spark(config, props, partitions=3)
+    scalar = run_spark(config, props, partitions=2, kernel="scalar")
+    bfs = run_bfs(config, props, symmetry=False)
+    assert [p.status for p in vector.properties] == ["violated", "violated"]
+    assert counts(vector) == counts(scalar)
+    assert verdicts(vector) == verdicts(scalar) == verdicts(bfs)
+    assert vector.stats.depth == bfs.stats.depth
+    assert_paths_reach_their_verdicts(config, vector)
+
+
+@spark_test
+def test_where_the_vector_kernel_does_not_apply_spark_runs_scalar_and_says_why():
+    result = run_spark(ModelConfig(rf=2, acks="1"), partitions=2, max_depth=3)
+    assert result.kernel == "scalar" and "core machine" in result.kernel_note
