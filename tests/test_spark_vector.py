@@ -189,3 +189,20 @@ def test_a_violation_found_on_the_vector_kernel_has_the_bfs_length_and_replays_o
 def test_where_the_vector_kernel_does_not_apply_spark_runs_scalar_and_says_why():
     result = run_spark(ModelConfig(rf=2, acks="1"), partitions=2, max_depth=3)
     assert result.kernel == "scalar" and "core machine" in result.kernel_note
+
+
+def test_check_model_passes_kernel_to_the_spark_engine_and_refuses_it_for_z3(tmp_path):
+    from click.core import ParameterSource
+
+    from isrcheck.cli.check_model import check_run_from, main
+    from isrcheck.cli.common import UsageFailure
+
+    def run_of(*args):
+        ctx = main.make_context("check-model", ["--core", "--rf", "2", *args, "--trace-dir", str(tmp_path)])
+        explicit = {k for k in ctx.params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
+        return check_run_from(ctx.params, explicit)
+
+    assert run_of("--engine", "spark", "--kernel", "scalar").engine_args["kernel"] == "scalar"
+    assert run_of("--engine", "spark").engine_args["kernel"] == "vector"
+    with pytest.raises(UsageFailure, match="--kernel applies to --engine bfs and spark, not z3"):
+        run_of("--engine", "z3", "--kernel", "scalar")
