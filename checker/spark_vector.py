@@ -142,7 +142,7 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
             found_parents.append(parents)
     if found_keys:
         keys, parents = smallest_parents(np.concatenate(found_keys, axis=1), np.concatenate(found_parents, axis=1))
-        where = partitions_of(keys, job.partitions)
+        where = partitions_of(keys, job.partitions).astype(np.int64)
         by_partition = np.argsort(where, kind="stable")  # stable: each bucket stays sorted by key
         ends = np.cumsum(np.bincount(where, minlength=job.partitions))
         for q in range(job.partitions):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pickle
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,6 +57,12 @@ def test_distinct_keys_keep_their_smallest_parent_and_sort_as_their_integers(wor
     assert (np.searchsorted(rows, probe) == np.arange(0, len(expected), 7)).all()
 
 
+def test_the_scalar_tasks_do_not_import_numpy():
+    script = "import sys, isrcheck.checker.spark_tasks; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 # -- the executor tasks, without Spark: both representations reach the same levels --------------
 
 
@@ -103,17 +111,28 @@ def _last_level(records: list) -> list:
 
 @pytest.mark.parametrize("symmetry", [False, True])
 def test_vector_and_scalar_tasks_compute_the_same_levels_for_any_partitioning(symmetry):
-    config = CORE_RF2["hw-truncation"]
+    scalar = compare_tasks(CORE_RF2["hw-truncation"], symmetry, 9)
+    assert any(s.found for s, _ in scalar)  # hw-truncation violates weak-isr within 9 levels
+
+
+def test_the_tasks_handle_keys_of_two_words():
+    config = ModelConfig(rf=4, protocol="kip-320", core=True)
+    assert kernel_for(ReplicationModel(config)).words == 2
+    assert compare_tasks(config, False, 5)[-1][0].new > 0
+
+
+def compare_tasks(config: ModelConfig, symmetry: bool, levels: int) -> list:
+    """The levels of both representations, on 1 and 3 partitions, are the same (as scalar states)."""
     model = ReplicationModel(config)
     kernel = kernel_for(model)
     canon = model.symmetry.canonical if symmetry else (lambda s: s)
     pending = ("weak-isr", "strong-isr", "leader-in-isr")
     inits = sorted({canon(s) for s in model.init_states()})
-    scalar = simulate(spark_tasks.Job(config, symmetry, 3, pending), spark_tasks.seed_records(inits, 3), 9)
+    scalar = simulate(spark_tasks.Job(config, symmetry, 3, pending), spark_tasks.seed_records(inits, 3), levels)
     keys = kernel.initial_keys()
     for n in (1, 3):
         seeds = spark_vector.seed_records(kernel.canonical(keys) if symmetry else keys, n)
-        vector = simulate(spark_tasks.Job(config, symmetry, n, pending, vector=True), seeds, 9)
+        vector = simulate(spark_tasks.Job(config, symmetry, n, pending, vector=True), seeds, levels)
         for depth, ((s_sum, s_new), (v_sum, v_new)) in enumerate(zip(scalar, vector), start=1):
             assert (v_sum.new, v_sum.generated, v_sum.full_states) == (s_sum.new, s_sum.generated, s_sum.full_states)
             assert set(v_sum.found) == set(s_sum.found), depth
@@ -128,7 +147,7 @@ def test_vector_and_scalar_tasks_compute_the_same_levels_for_any_partitioning(sy
                     succ = {kernel.canonical_of_scalar(u) if symmetry else kernel.key_of_scalar(u)
                             for _, u in model.successors(kernel.scalar_of_key(p))}
                     assert t in succ
-    assert any(s.found for s, _ in scalar)  # hw-truncation violates weak-isr within 9 levels
+    return scalar
 
 
 def _decides(model, name, state) -> bool:
