@@ -3,11 +3,14 @@
     python bench/bench_spark.py                        # kip320-rf3 on bfs, local[1], local[2], cluster
     python bench/bench_spark.py --config kip320-rf2    # a quick configuration
     python bench/bench_spark.py local[2] cluster       # some setups only
+    python bench/bench_spark.py local[1] local[1]-vector   # Spark on the scalar and the vector kernel
 
 Setups: ``bfs`` (the reference engine, one process), ``local[1]`` and ``local[2]``
 (Spark embedded in the driver's JVM), ``cluster`` (a standalone master and two
 workers of one core and 1 GiB each on 127.0.0.1, started by this benchmark
-through pyspark's ``spark-class`` and not timed). Each setup runs in a fresh
+through pyspark's ``spark-class`` and not timed). The Spark setups run the scalar
+kernel; with ``-vector`` appended (``local[1]-vector``, ``cluster-vector``) the
+vector kernel (``--kernel vector``, executors working on arrays). Each setup runs in a fresh
 interpreter. Printed per setup: distinct states and depth (checked against BFS),
 Spark start-up seconds (JVM and SparkContext, not in the search time), search
 seconds, states/s over the search, CPU seconds of every process involved (the
@@ -40,6 +43,8 @@ from isrcheck.model import ReplicationModel
 from isrcheck.properties import select
 
 setup, args = sys.argv[1], sys.argv[2:]
+setup, _, kernel = setup.partition("-")
+kernel = kernel or "scalar"
 ctx = main.make_context("check-model", args)
 p = ctx.params
 config = model_config_from(p, {k for k in p if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE})
@@ -107,12 +112,14 @@ try:
             while sc._jsc.sc().getExecutorMemoryStatus().size() < 3:
                 time.sleep(0.1)
         startup = time.perf_counter() - t
-        engine = get_engine("spark", master=master)
+        engine = get_engine("spark", master=master, kernel=kernel)
     t = time.perf_counter()
     result = engine.check(model, select(config), options)
     wall = time.perf_counter() - t
     peak, cpu = sampler.stop()
     s = result.stats
+    if setup != "bfs" and result.kernel != kernel:
+        raise SystemExit(f"asked for the {kernel} kernel, ran {result.kernel}: {result.kernel_note}")
     print(json.dumps(dict(states=s.states, generated=s.generated, depth=s.depth, startup=startup, wall=wall,
                           peak=peak, cpu=cpu, complete=result.complete)))
 finally:
@@ -134,11 +141,12 @@ def run(setup: str, config: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("setups", nargs="*", default=list(SETUPS), help=f"any of {', '.join(SETUPS)}")
+    parser.add_argument("setups", nargs="*", default=list(SETUPS),
+                        help=f"any of {', '.join(SETUPS)}; a Spark setup with -vector appended: the vector kernel")
     parser.add_argument("--config", choices=list(CONFIGS), default="kip320-rf3")
     args = parser.parse_args()
     print(f"configuration {args.config}: check-model {' '.join(CONFIGS[args.config])}")
-    print(f"{'setup':<10}{'distinct':>10}{'depth':>6}{'startup s':>10}{'search s':>9}{'states/s':>10}"
+    print(f"{'setup':<16}{'distinct':>10}{'depth':>6}{'startup s':>10}{'search s':>9}{'states/s':>10}"
           f"{'CPU s':>8}{'peak MiB':>9}  agrees with bfs")
     reference = None
     for setup in args.setups:
@@ -149,7 +157,7 @@ def main() -> None:
             "yes" if (r["states"], r["depth"], r["generated"]) == (reference["states"], reference["depth"],
                                                                    reference["generated"]) else "NO"
         )
-        print(f"{setup:<10}{r['states']:>10,}{r['depth']:>6}{r['startup']:>10.1f}{r['wall']:>9.1f}"
+        print(f"{setup:<16}{r['states']:>10,}{r['depth']:>6}{r['startup']:>10.1f}{r['wall']:>9.1f}"
               f"{r['states'] / r['wall']:>10,.0f}{r['cpu']:>8.1f}{r['peak'] / 2**20:>9.0f}  {agrees}", flush=True)
 
 

@@ -113,6 +113,12 @@ def read_part(partitions: int, item: tuple[int, int, str]) -> Iterator[Record]:
             if saved_partitions == partitions:
                 yield index, ("V", keys, blob, None)
                 continue
+            if hasattr(keys, "shape"):  # kernel keys and parents as arrays (spark_vector)
+                from .spark_vector import split_by_partition
+
+                for q, ks, ps in split_by_partition(keys, blob, partitions):
+                    yield q, ("V", ks, ps, None)
+                continue
             buckets: dict[int, tuple[list[int], list[int]]] = {}
             for t, p in zip(keys, pickle.loads(blob)):  # keys sorted: each bucket stays sorted
                 ks, ps = buckets.setdefault(partition_of(t, partitions), ([], []))

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING
 
 from isrcheck.model import ConfigError
 
+from .engine import Limits, Observer
+
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark import SparkContext
+    from pyspark import RDD, SparkContext
 
 # Packages that executors import: the model, the properties and the checker's tasks.
 SHIPPED_PACKAGES = ("isrcheck", "isrcheck.model", "isrcheck.properties", "isrcheck.checker")
@@ -259,3 +261,56 @@ def ship_package(sc: "SparkContext") -> None:
     if key not in _shipped:
         sc.addPyFile(str(path))
         _shipped.add(key)
+
+
+POLL_SECONDS = 0.2  # how often a running level looks at the stop flag and the limits
+
+
+class Stopped(Exception):
+    """A level was cancelled or failed; ``reason`` says why, for the incomplete result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Watchdog:
+    """Runs a level's job while watching the stop flag and the limits from another thread.
+
+    Ctrl-C, a time limit or a memory limit cancels the running job (Spark stops its
+    tasks); the search then ends with the levels completed so far, as BFS does.
+    """
+
+    def __init__(self, sc, group: str, observer: Observer, limits: Limits) -> None:
+        self.sc, self.group, self.observer, self.limits = sc, group, observer, limits
+        self.reason = ""
+        self._running = threading.Event()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="isrcheck-spark-watchdog", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._closed.wait(POLL_SECONDS):
+            if self._running.is_set() and not self.reason:
+                reason = self.observer.should_stop() or self.limits.exceeded()
+                if reason:
+                    self.reason = reason
+                    self.sc.cancelJobGroup(self.group)
+
+    def collect(self, rdd: "RDD") -> list:
+        self._running.set()
+        try:
+            return rdd.collect()
+        except Exception as e:  # noqa: BLE001 - cancelled, or a failure Spark gave up retrying
+            # A stop request may fail the job (Ctrl-C reaches the Python workers too)
+            # before this thread's next look: the request is the reason, not the failure.
+            reason = self.reason or self.observer.should_stop() or self.limits.exceeded()
+            raise Stopped(reason or failure_words(e)) from None
+        finally:
+            self._running.clear()
+            if self.reason:
+                raise Stopped(self.reason)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join()

@@ -26,6 +26,13 @@ model (``replay_path``). Parents and reported states are chosen
 deterministically (see ``spark_tasks``), so every master and partitioning gives
 the same traces; their lengths are BFS's shortest lengths.
 
+Where the vector kernel applies (the rule of the BFS engine: the core machine, a
+kernel that covers the properties and the symmetry), states are its keys from the
+seed to the parent walk, and executors expand, canonicalise, de-duplicate and check
+a partition's states as arrays (``spark_vector``); the path's keys become scalar
+states again before the replay, as in ``bfs_vector``. Otherwise states are scalar
+packed ints throughout.
+
 pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; executors import
 ``spark_tasks``, which the driver ships in a zip.
 """
@@ -34,7 +41,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 import uuid
 from functools import partial
@@ -46,14 +52,13 @@ from isrcheck.properties import Property
 from . import spark_checkpoint as saving
 from . import spark_context as ctx
 from . import spark_tasks as tasks
-from .bfs import replay_path
+from .bfs import KERNELS, replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, PropertyResult, Stats
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-POLL_SECONDS = 0.2  # how often a running level looks at the stop flag and the limits
 _TEMP_CHECKPOINT_DIRS: set[str] = set()  # made (and removed) by checks in this process
 
 
@@ -66,6 +71,7 @@ class SparkEngine:
     checkpoint_dir: where levels are checkpointed; must be reachable from every executor
       (default: ``spark.checkpoint.dir`` if configured, a temporary directory when the
       executors run on this machine, else replicated in-memory caching).
+    kernel: "vector" where it applies (else scalar, with the reason in ``kernel_note``), or "scalar".
     """
 
     name = "spark"
@@ -76,7 +82,11 @@ class SparkEngine:
         partitions: int | None = None,
         verbose: bool = False,
         checkpoint_dir: str | None = None,
+        kernel: str = "vector",
     ) -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+        self.kernel = kernel
         self.master = ctx.validate_master(master)
         if partitions is not None and partitions < 1:
             raise ConfigError(f"--spark-partitions {partitions}: must be at least 1")
@@ -94,30 +104,32 @@ class SparkEngine:
         checkpoint: saving.SparkCheckpointWriter | None = None,
     ) -> CheckResult:
         """Search; ``resume`` continues a saved search, ``checkpoint`` saves every completed level."""
+        kernel, note = None, ""
+        if self.kernel == "vector":
+            note = "the vector kernel covers the core machine (--core) only"
+            if model.config.core:  # checked first: NumPy is imported only where it is used
+                from .bfs_vector import vector_kernel
+
+                kernel, note = vector_kernel(model, properties, options)
         sc = ctx.spark_context(self.master, self.verbose)
         ctx.ship_package(sc)
         partitions = self.partitions or (resume.partitions if resume else max(1, sc.defaultParallelism))
-        search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions)
+        search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions, kernel)
         search.resume, search.saver = resume, checkpoint
         temp_dir = search.setup_checkpoints(self.checkpoint_dir, self.master)
         try:
-            return search.run()
+            result = search.run()
+            result.kernel = "vector" if kernel is not None else "scalar"
+            result.kernel_note = note if kernel is None and self.kernel == "vector" else ""
+            return result
         finally:
             search.release()
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-class _Stopped(Exception):
-    """A level was cancelled or failed; ``reason`` says why, for the incomplete result."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class _SparkSearch:
-    def __init__(self, sc, model, properties, options, observer, partitions) -> None:
+    def __init__(self, sc, model, properties, options, observer, partitions, kernel=None) -> None:
         self.sc: SparkContext = sc
         self.model = model
         self.properties = list(properties)
@@ -125,6 +137,7 @@ class _SparkSearch:
         self.observer = observer
         self.partitions = partitions
         self.canonical = model.symmetry.canonical if options.symmetry else None
+        self.kernel = kernel  # the vector kernel, whose keys are the states; None: scalar states
         self.levels: list[RDD] = []  # level d+1 (depth d+1) is levels[d]; together the visited set
         self.level_sizes: list[int] = []
         self.found: dict[str, tuple[int, int]] = {}  # property -> (depth, state)
@@ -174,16 +187,14 @@ class _SparkSearch:
         pending = [p.name for p in self.properties]
         stop = ""
         frontier_done = False  # the last level had no successor left to discover
-        watchdog = _Watchdog(self.sc, self.group, self.observer, limits)
+        watchdog = ctx.Watchdog(self.sc, self.group, self.observer, limits)
         self.sc.setJobGroup(self.group, "isrcheck breadth-first search", interruptOnCancel=True)
         try:
             if self.resume is not None:
                 self._restore()
             else:
-                canon = self.canonical or (lambda s: s)
-                inits = list(dict.fromkeys(canon(s) for s in self.model.init_states()))
-                self.generated = len(inits)
-                seed = self.sc.parallelize(tasks.seed_records(inits, self.partitions), min(len(inits), self.partitions))
+                seeds, self.generated = self._seeds()
+                seed = self.sc.parallelize(seeds, min(len(seeds), self.partitions))
                 self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
                 self._save(started)
             while True:
@@ -208,7 +219,7 @@ class _SparkSearch:
                         time.monotonic() - started,
                     )
                 )
-        except _Stopped as e:
+        except ctx.Stopped as e:
             stop = e.reason
         finally:
             watchdog.close()
@@ -240,7 +251,7 @@ class _SparkSearch:
         try:
             self.saver.save(self.written, self.level_sizes[-1], self, time.monotonic() - started)
         except OSError as e:  # the level's files are written; its manifest could not be
-            raise _Stopped(f"checkpoint not written ({type(e).__name__}: {e})") from None
+            raise ctx.Stopped(f"checkpoint not written ({type(e).__name__}: {e})") from None
 
     def _finish_saving(self, elapsed: float) -> None:
         try:
@@ -248,10 +259,21 @@ class _SparkSearch:
         except OSError:  # only the time spent is lost: every completed level is saved already
             pass
 
-    def _job(self, pending: tuple[str, ...]) -> tasks.Job:
-        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending)
+    def _seeds(self) -> tuple[list[tasks.Record], int]:
+        """The distinct (canonical) initial states as candidates, scalar or as kernel keys; how many."""
+        if self.kernel is None:
+            inits = dict.fromkeys(self.canonical(s) if self.canonical else s for s in self.model.init_states())
+            return tasks.seed_records(inits, self.partitions), len(inits)
+        from . import spark_vector
 
-    def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "_Watchdog") -> bool:
+        keys = self.kernel.initial_keys()
+        records = spark_vector.seed_records(self.kernel.canonical(keys) if self.canonical else keys, self.partitions)
+        return records, sum(payload[1].shape[1] for _, payload in records)
+
+    def _job(self, pending: tuple[str, ...]) -> tasks.Job:
+        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending, self.kernel is not None)
+
+    def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> bool:
         """Compute, cache and checkpoint the next level; False when it has no new state."""
         from pyspark import StorageLevel
 
@@ -278,7 +300,7 @@ class _SparkSearch:
             else:  # the job that computes the level saves it: (file, summaries) per partition
                 rows = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
                 self.written, summaries = [f for f, _ in rows], [s for _, part in rows for s in part]
-        except _Stopped:
+        except ctx.Stopped:
             level.unpersist(blocking=False)
             raise
         new = sum(s.new for s in summaries)
@@ -308,10 +330,26 @@ class _SparkSearch:
             walking = [name for name in chains if depth_of[name] >= depth]
             wanted = frozenset(chains[name][-1] for name in walking)
             parts = sorted({tasks.partition_of(s, self.partitions) for s in wanted})
-            parents = dict(self.sc.runJob(self.levels[depth - 1], partial(tasks.find_parents, wanted), parts))
+            parents = dict(self.sc.runJob(self.levels[depth - 1], self._find_parents(wanted), parts))
             for name in walking:
                 chains[name].append(parents[chains[name][-1]])
-        return {name: replay_path(self.model, chain[::-1], self.canonical) for name, chain in chains.items()}
+        return {name: self._replay(chain[::-1]) for name, chain in chains.items()}
+
+    def _find_parents(self, wanted: frozenset[int]):
+        if self.kernel is None:
+            return partial(tasks.find_parents, wanted)
+        from . import spark_vector
+
+        return partial(spark_vector.find_parents, self.kernel.words, wanted)
+
+    def _replay(self, chain: list[int]) -> Path:
+        """The model's path through the stored states (kernel keys are replayed as ``bfs_vector`` does)."""
+        kernel = self.kernel
+        if kernel is None:
+            return replay_path(self.model, chain, self.canonical)
+        if self.canonical is not None:
+            return replay_path(self.model, chain, kernel.canonical_of_scalar)
+        return replay_path(self.model, [kernel.scalar_of_key(k) for k in chain])
 
     def _result(self, stop: str, frontier_done: bool, depth_bound: bool, paths: dict, seconds: float) -> CheckResult:
         """The verdicts and statistics, with BFS's meaning for every field."""
@@ -345,45 +383,3 @@ class _SparkSearch:
             stop_reason=stop,
             symmetry=self.canonical is not None,
         )
-
-
-class _Watchdog:
-    """Runs a level's job while watching the stop flag and the limits from another thread.
-
-    Ctrl-C, a time limit or a memory limit cancels the running job (Spark stops its
-    tasks); the search then ends with the levels completed so far, as BFS does.
-    """
-
-    def __init__(self, sc, group: str, observer: Observer, limits: Limits) -> None:
-        self.sc, self.group, self.observer, self.limits = sc, group, observer, limits
-        self.reason = ""
-        self._running = threading.Event()
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="isrcheck-spark-watchdog", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._closed.wait(POLL_SECONDS):
-            if self._running.is_set() and not self.reason:
-                reason = self.observer.should_stop() or self.limits.exceeded()
-                if reason:
-                    self.reason = reason
-                    self.sc.cancelJobGroup(self.group)
-
-    def collect(self, rdd: "RDD") -> list:
-        self._running.set()
-        try:
-            return rdd.collect()
-        except Exception as e:  # noqa: BLE001 - cancelled, or a failure Spark gave up retrying
-            # A stop request may fail the job (Ctrl-C reaches the Python workers too)
-            # before this thread's next look: the request is the reason, not the failure.
-            reason = self.reason or self.observer.should_stop() or self.limits.exceeded()
-            raise _Stopped(reason or ctx.failure_words(e)) from None
-        finally:
-            self._running.clear()
-            if self.reason:
-                raise _Stopped(self.reason)
-
-    def close(self) -> None:
-        self._closed.set()
-        self._thread.join()

@@ -67,16 +67,17 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         checkpoint_every=params["checkpoint_every"],
     )
     kernel = params.get("kernel") or "vector"
-    if "kernel" in explicit and params["engine"] != "bfs":
-        raise UsageFailure(f"--kernel applies to --engine bfs, not {params['engine']}")
+    if "kernel" in explicit and params["engine"] not in ("bfs", "spark"):
+        raise UsageFailure(f"--kernel applies to --engine bfs and spark, not {params['engine']}")
     engine_args.update(spark_engine_args(params, explicit))
     workers = params.get("workers")
     if workers is not None and workers < 1:
         raise UsageFailure(f"--workers {workers}: must be at least 1")
     if "workers" in explicit and params["engine"] != "bfs":
         raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
-    if params["engine"] == "bfs":
+    if params["engine"] in ("bfs", "spark"):
         engine_args["kernel"] = kernel
+    if params["engine"] == "bfs":
         engine_args["workers"] = workers
     return CheckRun(
         config,
@@ -205,8 +206,9 @@ def _nonneg(ctx, param, value):
               help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
-              help="BFS successor kernel: vector (NumPy, a level at a time) where it applies, that is the core "
-                   "machine without checkpoints; scalar (one state at a time) otherwise.")
+              help="Successor kernel of --engine bfs and spark: vector (NumPy, a level or a Spark partition at "
+                   "a time) where it applies, that is the core machine without checkpoints; scalar (one state "
+                   "at a time) otherwise.")
 @click.option("--workers", type=int, default=None, metavar="N",
               help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
                    "process may use]. Checkpointed runs use one process.")

@@ -85,6 +85,7 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
             "max_depth": o.max_depth,
             "explore_all": o.explore_all,
             "properties": [p.name for p in props],
+            **({"kernel": run.engine_args.get("kernel", "vector")} if run.engine == "spark" else {}),
         },
     )
     folder = run.checkpoint_dir or run.resume_dir

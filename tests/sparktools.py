@@ -16,9 +16,9 @@ KAFKA = ModelConfig(rf=2, acks="1")
 
 
 def run_spark(config: ModelConfig, properties=None, master: str = "local[*]", observer=None, partitions=None,
-              **options) -> CheckResult:
+              kernel: str = "vector", **options) -> CheckResult:
     model = ReplicationModel(config)
-    engine = get_engine("spark", master=master, partitions=partitions)
+    engine = get_engine("spark", master=master, partitions=partitions, kernel=kernel)
     return engine.check(model, select(config, properties), CheckOptions(**options), observer)
 
 

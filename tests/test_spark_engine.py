@@ -71,6 +71,7 @@ def test_the_package_zip_imports_without_isrcheck_installed(tmp_path):
     path = spark_context.package_zip(tmp_path)
     names = zipfile.ZipFile(path).namelist()
     assert "isrcheck/checker/spark_tasks.py" in names and "isrcheck/model/successors.py" in names
+    assert "isrcheck/checker/spark_vector.py" in names and "isrcheck/model/kernel_batch.py" in names
     assert not any(n.startswith("isrcheck/cli/") for n in names)  # executors need no click or rich
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"

@@ -1,0 +1,227 @@
+"""The Spark engine on the vector kernel: its executor tasks without a JVM, then local mode
+against Spark on the scalar kernel and against BFS."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from isrcheck.checker import spark_tasks, spark_vector
+from isrcheck.model import ModelConfig, ReplicationModel, fingerprint
+from isrcheck.model.kernel import kernel_for
+from isrcheck.properties import BY_NAME
+
+from .conftest import run_bfs
+from .sparktools import (
+    CORE_RF2, assert_agrees_with_bfs, assert_paths_reach_their_verdicts, counts, run_spark, verdicts,
+)
+
+# -- keys and partitions: plain NumPy ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("words", [1, 2, 3])
+def test_partitions_of_keys_are_the_fingerprint_partitions_of_their_integers(words):
+    rng = random.Random(words)
+    ints = [rng.getrandbits(64 * words) for _ in range(500)]
+    ints += [rng.getrandbits(64) for _ in range(100)] + [0, 1, (1 << 64) - 1, 1 << 64, (1 << (64 * words)) - 1]
+    ints = [k & ((1 << (64 * words)) - 1) for k in ints]
+    keys = spark_vector.keys_of_ints(ints, words)
+    assert spark_vector.ints_of_keys(keys) == ints
+    for n in (1, 3, 7):
+        assert spark_vector.partitions_of(keys, n).tolist() == [fingerprint(k) % n for k in ints]
+
+
+@pytest.mark.parametrize("words", [1, 2])
+def test_distinct_keys_keep_their_smallest_parent_and_sort_as_their_integers(words):
+    rng = random.Random(7)
+    pairs = [(rng.getrandbits(64 * words) >> rng.choice([0, 64 * words - 3]), rng.getrandbits(64 * words))
+             for _ in range(300)]
+    pairs += pairs[:50]  # duplicates
+    pairs += [(k, p ^ 1) for k, p in pairs[:80]]  # same key, other parents
+    keys = spark_vector.keys_of_ints([k for k, _ in pairs], words)
+    parents = spark_vector.keys_of_ints([p for _, p in pairs], words)
+    k, p = spark_vector.smallest_parents(keys, parents)
+    expected: dict[int, int] = {}
+    for key, parent in pairs:
+        expected[key] = min(parent, expected.get(key, parent))
+    assert spark_vector.ints_of_keys(k) == sorted(expected)
+    assert spark_vector.ints_of_keys(p) == [expected[key] for key in sorted(expected)]
+    rows = spark_vector.rows(k)
+    assert (np.sort(rows) == rows).all()
+    probe = spark_vector.rows(spark_vector.keys_of_ints(sorted(expected)[::7], words))
+    assert (np.searchsorted(rows, probe) == np.arange(0, len(expected), 7)).all()
+
+
+def test_the_scalar_tasks_do_not_import_numpy():
+    script = "import sys, isrcheck.checker.spark_tasks; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# -- the executor tasks, without Spark: both representations reach the same levels --------------
+
+
+def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark_tasks.Summary, dict]]:
+    """The engine's levels computed in this process: per level, the merged summary and {state: parent}."""
+    n = job.partitions
+    visited: dict[int, list] = {q: [] for q in range(n)}
+    candidates: dict[int, list] = {q: [] for q in range(n)}
+    for q, payload in seeds:
+        candidates[q].append((q, payload))
+    out = []
+    pending = job.pending
+    for _ in range(levels):
+        level_job = spark_tasks.Job(job.config, job.symmetry, n, pending, job.vector)
+        new, summaries = {}, []
+        for q in range(n):
+            records = list(spark_tasks.anti_join(level_job, q, iter(candidates[q] + visited[q])))
+            visited[q].extend(records)
+            summaries += [r[1][3] for r in records if r[1][3] is not None]
+            for _, payload in records:
+                keys = payload[1]
+                if job.vector:
+                    new.update(zip(spark_vector.ints_of_keys(keys), spark_vector.ints_of_keys(payload[2])))
+                else:
+                    new.update(zip(keys, pickle.loads(payload[2])))
+        found: dict[str, int] = {}
+        for s in summaries:
+            for name, state in s.found.items():
+                found[name] = min(state, found.get(name, state))
+        total = spark_tasks.Summary(sum(s.new for s in summaries), sum(s.generated for s in summaries), found,
+                                    sum(s.full_states for s in summaries))
+        out.append((total, new))
+        pending = tuple(p for p in pending if p not in found)
+        candidates = {q: [] for q in range(n)}
+        for q in range(n):
+            for record in spark_tasks.expand(level_job, q, iter(_last_level(visited[q]))):
+                candidates[record[0]].append(record)
+    return out
+
+
+def _last_level(records: list) -> list:
+    """The records of the partition's last level: from its last summary-carrying record on."""
+    last = max(i for i, r in enumerate(records) if r[1][3] is not None)
+    return records[last:]
+
+
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_vector_and_scalar_tasks_compute_the_same_levels_for_any_partitioning(symmetry):
+    scalar = compare_tasks(CORE_RF2["hw-truncation"], symmetry, 9)
+    assert any(s.found for s, _ in scalar)  # hw-truncation violates weak-isr within 9 levels
+
+
+def test_the_tasks_handle_keys_of_two_words():
+    config = ModelConfig(rf=4, protocol="kip-320", core=True)
+    assert kernel_for(ReplicationModel(config)).words == 2
+    assert compare_tasks(config, False, 5)[-1][0].new > 0
+
+
+def compare_tasks(config: ModelConfig, symmetry: bool, levels: int) -> list:
+    """The levels of both representations, on 1 and 3 partitions, are the same (as scalar states)."""
+    model = ReplicationModel(config)
+    kernel = kernel_for(model)
+    canon = model.symmetry.canonical if symmetry else (lambda s: s)
+    pending = ("weak-isr", "strong-isr", "leader-in-isr")
+    inits = sorted({canon(s) for s in model.init_states()})
+    scalar = simulate(spark_tasks.Job(config, symmetry, 3, pending), spark_tasks.seed_records(inits, 3), levels)
+    keys = kernel.initial_keys()
+    for n in (1, 3):
+        seeds = spark_vector.seed_records(kernel.canonical(keys) if symmetry else keys, n)
+        vector = simulate(spark_tasks.Job(config, symmetry, n, pending, vector=True), seeds, levels)
+        for depth, ((s_sum, s_new), (v_sum, v_new)) in enumerate(zip(scalar, vector), start=1):
+            assert (v_sum.new, v_sum.generated, v_sum.full_states) == (s_sum.new, s_sum.generated, s_sum.full_states)
+            assert set(v_sum.found) == set(s_sum.found), depth
+            as_scalar = {t: kernel.scalar_of_key(t) for t in v_new}
+            assert {canon(t) for t in as_scalar.values()} == set(s_new)
+            for name, key in v_sum.found.items():  # the smallest deciding key of the level
+                assert key == min(k for k in v_new if _decides(model, name, as_scalar[k]))
+            if depth > 1:  # each parent is a state of the level before with this successor
+                before = vector[depth - 2][1]
+                for t, p in v_new.items():
+                    assert p in before
+                    succ = {kernel.canonical_of_scalar(u) if symmetry else kernel.key_of_scalar(u)
+                            for _, u in model.successors(kernel.scalar_of_key(p))}
+                    assert t in succ
+    return scalar
+
+
+def _decides(model, name, state) -> bool:
+    prop = BY_NAME[name]
+    return prop.compile(model)(state) != (prop.expectation == "always")
+
+
+# -- local mode: the vector kernel, the scalar one and BFS agree -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_spark():
+    from pyspark import SparkContext
+
+    from isrcheck.checker import spark_context
+
+    spark_context.spark_context("local[*]")
+    yield
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+
+
+def spark_test(test):
+    return pytest.mark.spark(pytest.mark.usefixtures("local_spark")(test))
+
+
+AGREE = [  # exhaustive runs: about 0.5 s of Spark scheduling per level each, on a loaded 2-core machine
+    ("kip-320 rf 2 symmetry", ModelConfig(rf=2, protocol="kip-320", core=True), True),
+    ("kip-101 rf 2 symmetry", CORE_RF2["kip-101"], True),
+]
+
+
+@spark_test
+@pytest.mark.parametrize("config,symmetry", [a[1:] for a in AGREE], ids=[a[0] for a in AGREE])
+def test_spark_on_either_kernel_finds_the_bfs_states_depth_verdicts_and_trace_lengths(config, symmetry):
+    vector = run_spark(config, partitions=3, explore_all=True, symmetry=symmetry)
+    scalar = run_spark(config, partitions=2, kernel="scalar", explore_all=True, symmetry=symmetry)
+    assert (vector.kernel, vector.kernel_note, scalar.kernel, scalar.kernel_note) == ("vector", "", "scalar", "")
+    assert counts(vector) == counts(scalar) and verdicts(vector) == verdicts(scalar)
+    assert_agrees_with_bfs(config, vector, explore_all=True, symmetry=symmetry)
+
+
+@spark_test
+def test_a_violation_found_on_the_vector_kernel_has_the_bfs_length_and_replays_on_the_model():
+    """Both Spark runs stop at the end of the deciding level (BFS inside it: its count can be lower)."""
+    config, props = CORE_RF2["hw-truncation"], ["weak-isr", "strong-isr"]
+    vector = run_spark(config, props, partitions=3)
+    scalar = run_spark(config, props, partitions=2, kernel="scalar")
+    bfs = run_bfs(config, props, symmetry=False)
+    assert [p.status for p in vector.properties] == ["violated", "violated"]
+    assert counts(vector) == counts(scalar)
+    assert verdicts(vector) == verdicts(scalar) == verdicts(bfs)
+    assert vector.stats.depth == bfs.stats.depth
+    assert_paths_reach_their_verdicts(config, vector)
+
+
+@spark_test
+def test_where_the_vector_kernel_does_not_apply_spark_runs_scalar_and_says_why():
+    result = run_spark(ModelConfig(rf=2, acks="1"), partitions=2, max_depth=3)
+    assert result.kernel == "scalar" and "core machine" in result.kernel_note
+
+
+def test_check_model_passes_kernel_to_the_spark_engine_and_refuses_it_for_z3(tmp_path):
+    from click.core import ParameterSource
+
+    from isrcheck.cli.check_model import check_run_from, main
+    from isrcheck.cli.common import UsageFailure
+
+    def run_of(*args):
+        ctx = main.make_context("check-model", ["--core", "--rf", "2", *args, "--trace-dir", str(tmp_path)])
+        explicit = {k for k in ctx.params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
+        return check_run_from(ctx.params, explicit)
+
+    assert run_of("--engine", "spark", "--kernel", "scalar").engine_args["kernel"] == "scalar"
+    assert run_of("--engine", "spark").engine_args["kernel"] == "vector"
+    with pytest.raises(UsageFailure, match="--kernel applies to --engine bfs and spark, not z3"):
+        run_of("--engine", "z3", "--kernel", "scalar")
