@@ -254,3 +254,47 @@ def test_checkpointing_into_a_folder_that_holds_a_spark_checkpoint_is_refused(sp
     before = snapshot(spark_saved)
     proc = run_cli("check-model", *RUN, *SPARK, "--checkpoint", str(spark_saved))
     assert_refused(proc, spark_saved, before, "already holds a checkpoint")
+
+
+# -- re-partitioning saved levels, without a JVM ------------------------------------------
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["scalar states", "kernel keys"])
+def test_a_saved_level_read_into_another_partition_count_keeps_every_state_parent_and_order(tmp_path, vector):
+    """Resume with other --spark-partitions re-keys every saved state: both representations."""
+    import pickle
+
+    from isrcheck.checker import spark_checkpoint
+    from isrcheck.checker.spark_tasks import partition_of
+    from isrcheck.model import ModelConfig, ReplicationModel
+    from isrcheck.model.kernel import kernel_for
+
+    model = ReplicationModel(ModelConfig(rf=2, protocol="kip-101", core=True))
+    states = set(model.init_states())
+    for _ in range(6):
+        states |= {t for s in list(states) for _, t in model.successors(s)}
+    kernel = kernel_for(model)
+    if vector:
+        ints = sorted(kernel.key_of_scalar(s) for s in states)
+        keys = kernel.keys_of_ints(ints)
+        parents = keys[:, ::-1].copy()  # any distinct parent per state will do
+        expected = dict(zip(ints, reversed(ints)))
+        payload = ("V", keys, parents, None)
+    else:
+        ints = sorted(states)
+        expected = dict(zip(ints, reversed(ints)))
+        payload = ("V", ints, pickle.dumps(list(reversed(ints))), None)
+    [(_, name, size, _)] = spark_checkpoint.write_part(str(tmp_path), 1, 2, 0, iter([(0, payload)]))
+    path = tmp_path / spark_checkpoint.level_dir(1) / name
+    assert path.stat().st_size == size
+    got: dict[int, int] = {}
+    for q, (tag, ks, ps, _) in spark_checkpoint.read_part(5, (0, 2, str(path))):
+        assert tag == "V"
+        if vector:
+            ks, ps = [kernel.int_of_key(c) for c in ks.T], [kernel.int_of_key(c) for c in ps.T]
+        else:
+            ps = pickle.loads(ps)
+        assert ks == sorted(ks)
+        assert {partition_of(k, 5) for k in ks} == {q}
+        got.update(zip(ks, ps))
+    assert got == expected and len(got) > 100
