@@ -226,7 +226,7 @@ def _nonneg(ctx, param, value):
 @click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Save the search in this folder at every level and every --checkpoint-every.")
 @click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
-              help="Longest time between checkpoints inside a level.")
+              help="Longest time between checkpoints inside a level (bfs; --engine spark saves at level ends).")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Continue the search saved in this folder (same options as the run that saved it).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
