@@ -72,8 +72,6 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     INFO = L.local_info()
     read_replicas = replica_reader([INFO] * rf, SH, LM)
     MB = L.meta_bits
-    MM = L.meta_mask
-    M_HW, M_EP, M_LD, M_ISR, M_LIFE = L.meta_hw, L.meta_epoch, L.meta_leader, L.meta_isr, L.meta_life
     U_HW, U_EP, U_LD, U_ISR, U_SINCE = L.u_hw, L.u_epoch, L.u_leader, L.u_isr, L.u_since
     track_since = L.n_since > 1
     POP = L.popcount
@@ -89,7 +87,6 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     ME = L.max_epoch
     NE = L.n_epochs
     NREC = L.n_records
-    LOG_LEN = L.log_len
     LOG_REC_AT = L.log_rec_at
     LOG_APPEND = L.log_append
     LOG_TRUNC = L.log_trunc
