@@ -11,11 +11,10 @@ from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.properties import select
 from isrcheck.traces import replay, trace_from_path
 
+from .configs import CORE_RF2
+
 CONFIGS = [
-    ModelConfig(rf=2, protocol="hw-truncation", core=True),
-    ModelConfig(rf=2, protocol="kip-101", core=True),
-    ModelConfig(rf=2, protocol="kip-279", core=True),
-    ModelConfig(rf=2, protocol="kip-320", core=True),
+    *CORE_RF2,
     ModelConfig(rf=3, protocol="kip-279", core=True, max_records=1, max_leader_epoch=1),
     ModelConfig(rf=3, min_isr=2, max_records=1, disk_loss=1),
     ModelConfig(rf=3, min_isr=1, acks="1", max_records=1, unclean_election=True),

@@ -14,14 +14,12 @@ from hypothesis import strategies as st
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.symbolic import SymbolicModel
 
+from .configs import CORE_RF2
 from .strategies import partition_states
 from .z3_support import reachable, spread, well_formed
 
 CONFIGS = [
-    ModelConfig(rf=2, protocol="hw-truncation", core=True),
-    ModelConfig(rf=2, protocol="kip-101", core=True),
-    ModelConfig(rf=2, protocol="kip-279", core=True),
-    ModelConfig(rf=2, protocol="kip-320", core=True),
+    *CORE_RF2,
     ModelConfig(rf=3, protocol="kip-279", core=True, max_records=1, max_leader_epoch=1),
     ModelConfig(rf=2, protocol="hw-truncation", acks="1", crashes=1, disk_loss=1),
     ModelConfig(rf=2, protocol="kip-279", acks="all", min_isr=2, crashes=1, unclean_election=True),
