@@ -5,8 +5,8 @@ Each property has two predicates over the same meaning:
 * ``reference(state)`` reads a readable ``PartitionState`` and follows the words of
   PROTOCOL.md; it is the definition that tests and the Z3 engine hold the others to;
 * ``compile(model)`` returns a predicate over packed ints built from the model's
-  tables, for the hot path (``compiled.py``). Tests check that both agree on every reachable state of
-  small configurations.
+  tables, for the hot path (``compiled.py``). Tests check that both agree on every
+  reachable state of small configurations.
 
 ``always`` properties must hold in every reachable state; ``sometimes`` properties
 are witnesses that the bounded space is not vacuous (a record is committed, a
