@@ -164,8 +164,8 @@ class _Search:
             while i < level_end:
                 nexts = succ(states[i])
                 generated += len(nexts)
-                if canon is not None:
-                    nexts = [(a, canon(t)) for a, t in nexts]
+                if canon is not None:  # a successor already in the (canonical) visited set is its own canonical form
+                    nexts = [(a, t if t in visited else canon(t)) for a, t in nexts]
                 for a, t in nexts:
                     if t not in visited:
                         add(t)

@@ -84,7 +84,7 @@ class _Worker:
         """Successors of this worker's frontier, bucketed by owner; (buckets, generated, stopped)."""
         workers, me = self.workers, self.index
         buckets = [([], array("q"), array("I")) for _ in range(workers)]
-        succ, canon = self.model.successors, self.canonical
+        succ, canon, visited = self.model.successors, self.canonical, self.visited
         generated = 0
         end = len(self.states)
         for i in range(self.frontier_start, end):
@@ -92,6 +92,8 @@ class _Worker:
             nexts = succ(self.states[i])
             generated += len(nexts)
             for a, t in nexts:
+                if t in visited:  # canonical and already stored here: nothing to send
+                    continue
                 if canon is not None:
                     t = canon(t)
                 b = buckets[owner_of(t, workers)]
