@@ -40,6 +40,16 @@ class SearchState:
 KERNELS = ("vector", "scalar")
 
 
+def vector_kernel_for(model: ReplicationModel, properties: Sequence[Property], options: CheckOptions):
+    """(the model's vector kernel for this search, "") or (None, why not); NumPy is
+    imported only for the core machine, the only one the kernel covers."""
+    if not model.config.core:
+        return None, "the vector kernel covers the core machine (--core) only"
+    from .bfs_vector import vector_kernel
+
+    return vector_kernel(model, properties, options)
+
+
 class BfsEngine:
     """``kernel="vector"`` runs ``bfs_vector.py`` where the model has a vector kernel that
     covers the properties and no checkpoint is involved; the scalar loop otherwise.
@@ -69,14 +79,13 @@ class BfsEngine:
         observer = observer or Observer()
         self.kernel_used, self.fallback = "scalar", ""
         if self.kernel == "vector":
-            kernel, self.fallback = None, "the vector kernel covers the core machine (--core) only"
             if resume is not None or checkpoint is not None:
-                self.fallback = "checkpoints are written by the scalar kernel"
-            elif model.config.core:  # checked first: NumPy is imported only where it is used
-                from .bfs_vector import VectorSearch, vector_kernel
-
-                kernel, self.fallback = vector_kernel(model, properties, options)
+                kernel, self.fallback = None, "checkpoints are written by the scalar kernel"
+            else:
+                kernel, self.fallback = vector_kernel_for(model, properties, options)
             if kernel is not None:
+                from .bfs_vector import VectorSearch
+
                 self.kernel_used = "vector"
                 search = VectorSearch(model, kernel, properties, options, observer, self.workers)
                 result = search.run()

@@ -52,7 +52,7 @@ from isrcheck.properties import Property
 from . import spark_checkpoint as saving
 from . import spark_context as ctx
 from . import spark_tasks as tasks
-from .bfs import KERNELS, replay_path
+from .bfs import KERNELS, replay_path, vector_kernel_for
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, PropertyResult, Stats
 
@@ -104,13 +104,7 @@ class SparkEngine:
         checkpoint: saving.SparkCheckpointWriter | None = None,
     ) -> CheckResult:
         """Search; ``resume`` continues a saved search, ``checkpoint`` saves every completed level."""
-        kernel, note = None, ""
-        if self.kernel == "vector":
-            note = "the vector kernel covers the core machine (--core) only"
-            if model.config.core:  # checked first: NumPy is imported only where it is used
-                from .bfs_vector import vector_kernel
-
-                kernel, note = vector_kernel(model, properties, options)
+        kernel, note = vector_kernel_for(model, properties, options) if self.kernel == "vector" else (None, "")
         sc = ctx.spark_context(self.master, self.verbose)
         ctx.ship_package(sc)
         partitions = self.partitions or (resume.partitions if resume else max(1, sc.defaultParallelism))
