@@ -52,8 +52,8 @@ def vector_kernel_for(model: ReplicationModel, properties: Sequence[Property], o
 
 class BfsEngine:
     """``kernel="vector"`` runs ``bfs_vector.py`` where the model has a vector kernel that
-    covers the properties and no checkpoint is involved; the scalar loop otherwise.
-    ``kernel_used`` and ``fallback`` say afterwards which ran and why. ``workers`` is
+    covers the properties and no checkpoint is involved; the scalar loop otherwise. The
+    result's ``kernel`` and ``kernel_note`` say which ran and why. ``workers`` is
     threads for the vector kernel (its default: up to 2) and processes for the scalar
     one (``bfs_parallel.py``; its default: 1, and checkpoints always run in one process)."""
 
@@ -63,7 +63,6 @@ class BfsEngine:
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
         self.kernel, self.workers = kernel, workers
-        self.kernel_used, self.fallback = "", ""
 
     def check(
         self,
@@ -77,16 +76,15 @@ class BfsEngine:
         """Search; ``resume`` continues a saved search, ``checkpoint`` is called with the
         search state at level ends, every ``options.checkpoint_every`` seconds, and at the end."""
         observer = observer or Observer()
-        self.kernel_used, self.fallback = "scalar", ""
+        note = ""
         if self.kernel == "vector":
             if resume is not None or checkpoint is not None:
-                kernel, self.fallback = None, "checkpoints are written by the scalar kernel"
+                kernel, note = None, "checkpoints are written by the scalar kernel"
             else:
-                kernel, self.fallback = vector_kernel_for(model, properties, options)
+                kernel, note = vector_kernel_for(model, properties, options)
             if kernel is not None:
                 from .bfs_vector import VectorSearch
 
-                self.kernel_used = "vector"
                 search = VectorSearch(model, kernel, properties, options, observer, self.workers)
                 result = search.run()
                 result.kernel, result.workers = "vector", search.workers
@@ -95,10 +93,9 @@ class BfsEngine:
             from .bfs_parallel import ParallelBfsEngine
 
             result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
-            result.workers = self.workers
         else:
             result = _Search(model, properties, options, observer, resume, checkpoint).run()
-        result.kernel, result.kernel_note = "scalar", self.fallback if self.kernel == "vector" else ""
+        result.kernel, result.kernel_note = "scalar", note
         return result
 
 
@@ -173,17 +170,20 @@ class _Search:
             while i < level_end:
                 nexts = succ(states[i])
                 generated += len(nexts)
-                if canon is not None:  # a successor already in the (canonical) visited set is its own canonical form
-                    nexts = [(a, t if t in visited else canon(t)) for a, t in nexts]
                 for a, t in nexts:
-                    if t not in visited:
-                        add(t)
-                        push_state(t)
-                        push_parent(i)
-                        push_action(a)
-                        for name, pred, always in pending:
-                            if pred(t) != always and name not in found:
-                                found[name] = len(states) - 1
+                    if t in visited:  # visited states are canonical: no need to canonicalise it
+                        continue
+                    if canon is not None:
+                        t = canon(t)
+                        if t in visited:
+                            continue
+                    add(t)
+                    push_state(t)
+                    push_parent(i)
+                    push_action(a)
+                    for name, pred, always in pending:
+                        if pred(t) != always and name not in found:
+                            found[name] = len(states) - 1
                 if len(found) != n_found:
                     n_found = len(found)
                     pending = [p for p in pending if p[0] not in found]

@@ -80,7 +80,7 @@ class _Worker:
                 self.pending = pending = [p for p in pending if p[0] not in found]
         return len(states) - self.frontier_start, found
 
-    def expand(self, upto: int | None = None) -> tuple[list, int, bool]:
+    def expand(self) -> tuple[list, int, bool]:
         """Successors of this worker's frontier, bucketed by owner; (buckets, generated, stopped)."""
         workers, me = self.workers, self.index
         buckets = [([], array("q"), array("I")) for _ in range(workers)]
@@ -299,7 +299,7 @@ class _Coordinator:
             peak_memory=peak_rss() + sum(m for _, _, m in finals),
             full_states=sum(f for _, f, _ in finals) if self.canonical else None,
         )
-        return CheckResult("bfs", complete, results, stats, exhausted, stop, self.canonical is not None)
+        return CheckResult("bfs", complete, results, stats, exhausted, stop, self.canonical is not None, workers=W)
 
     def _path(self, worker: int, index: int):
         stored = []

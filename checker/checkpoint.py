@@ -58,10 +58,6 @@ class CheckpointWriter:
             self.written = resume_from["states"]
             self.crc = dict(resume_from["crc"])
 
-    @staticmethod
-    def refuse_existing(folder: Path) -> None:
-        refuse_existing(folder)
-
     def write(self, st: SearchState) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         n = len(st.states)

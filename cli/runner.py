@@ -101,7 +101,7 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
         state, manifest = checkpoint.load(run.resume_dir, ident)
         writer = checkpoint.CheckpointWriter(folder, ident, width, resume_from=manifest)
         return {"resume": state, "checkpoint": writer.write}
-    checkpoint.CheckpointWriter.refuse_existing(folder)
+    checkpoint.refuse_existing(folder)
     return {"checkpoint": checkpoint.CheckpointWriter(folder, ident, width).write}
 
 

@@ -194,7 +194,7 @@ PINNED = [  # (config, properties, options, pinned (states, depth) or None)
 def run(config, properties, kernel, **options):
     engine = BfsEngine(kernel=kernel)
     result = engine.check(ReplicationModel(config), select(config, properties), CheckOptions(**options))
-    assert engine.kernel_used == kernel, engine.fallback
+    assert result.kernel == kernel, result.kernel_note
     return result
 
 
@@ -283,11 +283,11 @@ def test_a_stop_request_ends_the_run_incomplete_with_what_was_explored():
 def test_the_vector_kernel_falls_back_to_scalar_where_it_does_not_apply(tmp_path):
     engine = BfsEngine()
     kafka = ModelConfig(rf=2, max_records=1, crashes=0)
-    engine.check(ReplicationModel(kafka), select(kafka), CheckOptions(max_depth=4))
-    assert engine.kernel_used == "scalar" and "core" in engine.fallback
+    result = engine.check(ReplicationModel(kafka), select(kafka), CheckOptions(max_depth=4))
+    assert result.kernel == "scalar" and "core" in result.kernel_note
     core = RF2["kip-320"]
-    engine.check(ReplicationModel(core), select(core), CheckOptions(), checkpoint=lambda st: None)
-    assert engine.kernel_used == "scalar" and "checkpoint" in engine.fallback
+    result = engine.check(ReplicationModel(core), select(core), CheckOptions(), checkpoint=lambda st: None)
+    assert result.kernel == "scalar" and "checkpoint" in result.kernel_note
     with pytest.raises(KernelUnsupported, match="128"):
         VectorKernel(ReplicationModel(ModelConfig(rf=6, core=True)))
     with pytest.raises(ValueError, match="unknown kernel"):
