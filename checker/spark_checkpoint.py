@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import checkpoint
 from .checkpoint import MANIFEST, CheckpointError
-from .spark_tasks import Record, identity, partition_of
+from .spark_tasks import Record, identity, partition_of, summary_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
@@ -93,8 +93,9 @@ def write_level_part(folder: str, depth: int, partitions: int, index: int, recor
 
     def noting_summaries() -> Iterator[Record]:
         for record in records:
-            if record[1][3] is not None:
-                summaries.append(record[1][3])
+            summary = summary_of(record)
+            if summary is not None:
+                summaries.append(summary)
             yield record
 
     for file in write_part(folder, depth, partitions, index, noting_summaries()):

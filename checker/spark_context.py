@@ -106,11 +106,6 @@ def _check_java() -> None:
         )
 
 
-def log_path() -> Path | None:
-    """Where the JVM's console output went (None when it went to the terminal)."""
-    return _log_path
-
-
 def _open_log() -> Path:
     global _log_path
     fd, name = tempfile.mkstemp(prefix="isrcheck-spark-", suffix=".log")

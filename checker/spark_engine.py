@@ -114,7 +114,7 @@ class SparkEngine:
         try:
             result = search.run()
             result.kernel = "vector" if kernel is not None else "scalar"
-            result.kernel_note = note if kernel is None and self.kernel == "vector" else ""
+            result.kernel_note = note
             return result
         finally:
             search.release()

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, NamedTuple
 import numpy as np
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for
+from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys_of_ints
 from isrcheck.properties import BY_NAME
 
 from .spark_tasks import CHUNK, Job, Record, Summary
@@ -61,24 +61,6 @@ def _kit(job: Job) -> _VectorKit:
 
 
 # -- keys -------------------------------------------------------------------------------------
-def keys_of_ints(ints: Iterable[int], words: int) -> np.ndarray:
-    """Keys (words, n) of key integers."""
-    ints = list(ints)
-    if words == 1:
-        return np.array(ints, dtype=U64).reshape(1, len(ints))
-    return np.array([[(k >> (64 * w)) & _M64 for k in ints] for w in range(words)], dtype=U64).reshape(
-        words, len(ints)
-    )
-
-
-def ints_of_keys(keys: np.ndarray) -> list[int]:
-    """The key integers of keys (words, n)."""
-    out = keys[0].tolist()
-    for w in range(1, keys.shape[0]):
-        out = [k | (h << (64 * w)) for k, h in zip(out, keys[w].tolist())]
-    return out
-
-
 def rows(keys: np.ndarray) -> np.ndarray:
     """One comparable value per key, ordered as the key integers: the word itself, or a record
     of the words, most significant first (NumPy sorts and searches those field by field)."""
@@ -127,8 +109,7 @@ def smallest_parents(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray,
 def seed_records(keys: np.ndarray, partitions: int) -> list[Record]:
     """The initial states (canonical keys) as candidates with no parent."""
     keys, parents = smallest_parents(keys, np.full_like(keys, NO_PARENT))
-    where = partitions_of(keys, partitions)
-    return [(int(q), ("C", keys[:, where == q], parents[:, where == q])) for q in np.unique(where)]
+    return [(q, ("C", ks, ps)) for q, ks, ps in split_by_partition(keys, parents, partitions)]
 
 
 # -- the tasks ------------------------------------------------------------------------------

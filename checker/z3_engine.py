@@ -40,6 +40,7 @@ from isrcheck.model.symbolic import SymbolicModel
 from isrcheck.model.symbolic_state import SymState
 from isrcheck.properties import Property
 from isrcheck.properties.symbolic import goal
+from isrcheck.traces.trace import TraceError, check_packed_replay
 
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, PropertyResult, Stats
@@ -180,12 +181,13 @@ class _Run:
                 path.append(s)
                 steps.append((act, epoch))
             undecided = []
+            violations = {pend.prop.name: goal(pend.prop.name, path[-1]).formula for pend in pending}
             for pend in pending:
                 bmc.push()
-                bmc.add(goal(pend.prop.name, path[-1]).formula)
+                bmc.add(violations[pend.prop.name])
                 verdict = self._check(bmc)
                 if verdict == z3.sat:
-                    self.raw[pend.prop.name] = self._decode(bmc.model(), path, steps)
+                    self.raw[pend.prop.name] = _decode(self.sym, bmc.model(), path, steps)
                     r = self.results[pend.prop.name]
                     r.status = "violated" if pend.prop.expectation == "always" else "holds"
                 bmc.pop()
@@ -197,7 +199,7 @@ class _Run:
             if self.stop:
                 break
             for pend in undecided:  # no violation at this depth: a valid constraint from now on
-                bmc.add(z3.Not(goal(pend.prop.name, path[-1]).formula))
+                bmc.add(z3.Not(violations[pend.prop.name]))
             pending = undecided
             depth = k + 1
             self.observer.progress(SymbolicProgress(0, 0, depth, 0, time.monotonic() - self.started))
@@ -244,14 +246,6 @@ class _Run:
             r.status = "violated"
             r.note = f"never happens at any depth: {r.proof['method']}, {r.proof.get('reason', '')}".rstrip(", ")
 
-    def _decode(self, m: z3.ModelRef, path: list[SymState], steps) -> RawTrace:
-        space = self.sym.space
-        states = [space.decode(m, s) for s in path]
-        actions = []
-        for act, epoch in steps:
-            actions.append(self.sym.decode_action(space.num(m, act), space.num(m, epoch)))
-        return RawTrace(states, actions)
-
     def _result(self, depth: int, exhausted: bool) -> CheckResult:
         replay_model = self.explicit
         replay_config = None
@@ -284,9 +278,7 @@ class _Induction:
         self.states: list[SymState] = []
         self.steps: list[tuple[z3.ArithRef, z3.ArithRef]] = []
         self.proved: list[str] = []
-        self.hypotheses: list[_Pending] = []
         self.active = True
-        self.reason = ""
         self._add_state()
 
     def _add_state(self) -> None:
@@ -363,13 +355,17 @@ class _Induction:
             self.solver.add(goal(name, t).safe())
 
     def _counterexample(self, m: z3.ModelRef, k: int) -> InductionCounterexample:
-        space = self.sym.space
-        states = tuple(space.decode(m, t) for t in self.states[: k + 1])
-        actions = []
-        for act, epoch in self.steps[:k]:
-            name, params = self.sym.decode_action(space.num(m, act), space.num(m, epoch))
-            actions.append(Action(name, tuple(params.items())))
-        return InductionCounterexample(k, states, tuple(actions))
+        raw = _decode(self.sym, m, self.states[: k + 1], self.steps[:k])
+        actions = tuple(Action(name, tuple(params.items())) for name, params in raw.actions)
+        return InductionCounterexample(k, tuple(raw.states), actions)
+
+
+def _decode(sym: SymbolicModel, m: z3.ModelRef, path: list[SymState], steps) -> RawTrace:
+    """The readable states and (action name, parameters) of a path in a Z3 model."""
+    space = sym.space
+    states = [space.decode(m, s) for s in path]
+    actions = [sym.decode_action(space.num(m, act), space.num(m, epoch)) for act, epoch in steps]
+    return RawTrace(states, actions)
 
 
 def _replay_config(config: ModelConfig, raws) -> ModelConfig:
@@ -377,7 +373,7 @@ def _replay_config(config: ModelConfig, raws) -> ModelConfig:
     epochs and record ids stay within it, and its bounds only ever disable actions."""
     epochs = max(max(ps.next_leader_epoch for ps in raw.states) for raw in raws)
     records = max(max(ps.next_record_id for ps in raw.states) for raw in raws)
-    return config.with_changes(max_leader_epoch=max(epochs - 1, 0), max_records=max(records, 1), log_size=config.logsize)
+    return config.with_changes(max_leader_epoch=max(epochs - 1, 0), max_records=max(records, 1))
 
 
 def _replay(model: ReplicationModel, raw: RawTrace, name: str) -> Path:
@@ -387,15 +383,16 @@ def _replay(model: ReplicationModel, raw: RawTrace, name: str) -> Path:
     except ValueError as e:
         raise Z3EngineBug(f"engine bug: the Z3 path for {name} has a state the explicit model cannot hold: {e}") from e
     actions = []
-    if states[0] not in model.init_states():
-        raise Z3EngineBug(f"engine bug: the Z3 path for {name} does not start in the initial state")
     for i, (act_name, params) in enumerate(raw.actions, start=1):
         index = model.catalogue.lookup(act_name, params)
-        if index is None or model.step(states[i - 1], index) != states[i]:
-            what = Action(act_name, tuple(params.items()))
-            raise Z3EngineBug(
-                f"engine bug: the Z3 counterexample for {name} does not replay on the explicit model "
-                f"at step {i} ({what}); the symbolic and explicit transitions disagree"
-            )
+        if index is None:
+            raise Z3EngineBug(f"engine bug: the Z3 path for {name} names an action the model lacks at step {i}")
         actions.append(index)
+    try:
+        check_packed_replay(model, states, actions)
+    except TraceError as e:
+        raise Z3EngineBug(
+            f"engine bug: the Z3 counterexample for {name} does not replay on the explicit model: {e}; "
+            "the symbolic and explicit transitions disagree"
+        ) from e
     return Path(tuple(states), tuple(actions))

@@ -30,7 +30,6 @@ class Lemmas:
     kept: tuple[int, ...]
     kept_requests: tuple[int, ...]
     names: tuple[str, ...]
-    seconds: float
 
     def at(self, s: SymState, epochs: list[z3.ArithRef] | None = None) -> list[z3.BoolRef]:
         """The lemmas in state ``s``; with unbounded epochs, the request lemmas at ``epochs``
@@ -48,7 +47,7 @@ class Lemmas:
         return out
 
 
-NO_LEMMAS = Lemmas((), (), (), 0.0)
+NO_LEMMAS = Lemmas((), (), ())
 
 
 def houdini(sym: SymbolicModel, timeout: float) -> Lemmas:
@@ -63,8 +62,6 @@ def houdini(sym: SymbolicModel, timeout: float) -> Lemmas:
     rt = request_candidates(t, w) if indexed else []
     keep = set(range(len(cs)))
     keep_req = set(range(len(rs)))
-    failed = Lemmas((), (), (), 0.0)
-
     def hypotheses() -> list[z3.BoolRef]:
         out = [cs[i][1] for i in sorted(keep)]
         if indexed:
@@ -100,10 +97,10 @@ def houdini(sym: SymbolicModel, timeout: float) -> Lemmas:
     initial = sym.space.solver()
     initial.add(sym.init(s))
     if not prune(initial, False, cs, rs):
-        return failed
+        return NO_LEMMAS
     step = sym.space.solver()
     step.add(sym.domain(s), sym.trans(s, t, act, epoch))
     if not prune(step, True, ct, rt):
-        return failed
+        return NO_LEMMAS
     names = tuple(dict.fromkeys([cs[i][0] for i in sorted(keep)] + [rs[i][0] for i in sorted(keep_req)]))
-    return Lemmas(tuple(sorted(keep)), tuple(sorted(keep_req)), names, time.monotonic() - started)
+    return Lemmas(tuple(sorted(keep)), tuple(sorted(keep_req)), names)

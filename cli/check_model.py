@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from isrcheck.model.config import FEATURE_FIELDS
 from isrcheck.properties import NAMES, UnknownProperty
 
 from . import report
-from .common import CliObserver, OneLineCommand, UsageFailure, exit_code
+from .common import CliObserver, OneLineCommand, UsageFailure, available_cores, exit_code
 from .runner import CheckRun, run_check
 from .units import parse_duration, parse_size
 
@@ -240,7 +239,7 @@ def main(**params) -> int:
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
     if run.engine == "bfs" and run.engine_args["workers"] is None:
-        run.engine_args["workers"] = len(os.sched_getaffinity(0))
+        run.engine_args["workers"] = available_cores()
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)

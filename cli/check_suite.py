@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from . import junit, tradeoff
-from .common import FAILED, INCOMPLETE, OK, OneLineCommand
+from .common import FAILED, INCOMPLETE, OK, OneLineCommand, available_cores
 from .suite import Suite, SuiteCheck, load_suite
-from .suite_run import CheckReport, Judgement, SuiteRunner, default_jobs, judge, trace_folders
+from .suite_run import CheckReport, Judgement, SuiteRunner, judge, trace_folders
 
 TAGS = {"error": "ERROR", "unmet": "FAIL", "unknown": "UNDECIDED"}
 
@@ -160,7 +160,7 @@ def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir:
     err = markdown  # keep stdout for the table
     trace_root = trace_dir / suite.path.stem
     folders = trace_folders(list(suite.checks), trace_root)
-    jobs = jobs or default_jobs()
+    jobs = jobs or available_cores()
     width = len(str(len(suite.checks)))
     finished: list[str] = []
 

@@ -8,6 +8,7 @@ met); 2 usage or configuration error, one line on stderr; 3 incomplete
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Any
@@ -81,3 +82,11 @@ class CliObserver(Observer):
 
     def __exit__(self, *exc: Any) -> None:
         signal.signal(signal.SIGINT, self._previous)
+
+
+def available_cores() -> int:
+    """The cores this process may use: the default for BFS workers and check-suite jobs."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)

@@ -51,6 +51,7 @@ COMMAND_LINE_ONLY = {
     "checkpoint": "checkpoints are for one long check-model run",
     "checkpoint-every": "checkpoints are for one long check-model run",
     "resume": "checkpoints are for one long check-model run",
+    "view": "use view-trace FILE on the saved traces",
 }
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"

@@ -15,7 +15,6 @@ yet started and keeps what finished; the second abandons the running checks.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import re
 import signal
 import time
@@ -46,7 +45,6 @@ class PropertyReport:
     status: str  # holds | violated | proved | unknown
     trace_length: int | None
     trace_file: str | None
-    words: str  # check-model's status words
     trace_text: tuple[str, ...] = ()  # the trace narrated step by step (first lines)
 
 
@@ -56,8 +54,6 @@ class CheckReport:
     complete: bool
     stop_reason: str = ""
     seconds: float = 0.0
-    states: int = 0
-    depth: int = 0
     properties: list[PropertyReport] = field(default_factory=list)
     error: str = ""  # one line when the check could not run
     detail: str = ""  # the traceback behind ``error``
@@ -78,7 +74,7 @@ class Judgement:
 
 def short_words(p: PropertyReport) -> str:
     if p.status in ("holds", "proved") and p.expectation == "always":
-        return "holds" if p.status == "holds" else "proved"
+        return p.status
     if p.status == "violated" and p.expectation == "always":
         return f"violated in {p.trace_length} states"
     if p.status == "holds":
@@ -146,10 +142,10 @@ def run_one(check: SuiteCheck, trace_dir: Path, observer: Observer) -> CheckRepo
     props = [
         PropertyReport(p.name, p.expectation, p.status, p.trace_length,
                        str(outcome.trace_files[p.name]) if p.name in outcome.trace_files else None,
-                       report.status_words(outcome, p.name), trace_text(outcome, p.name))
+                       trace_text(outcome, p.name))
         for p in r.properties
     ]
-    return CheckReport(check.name, r.complete, r.stop_reason, r.stats.seconds, r.stats.states, r.stats.depth, props)
+    return CheckReport(check.name, r.complete, r.stop_reason, r.stats.seconds, props)
 
 
 def trace_text(outcome: CheckOutcome, name: str) -> tuple[str, ...]:
@@ -168,13 +164,6 @@ def trace_text(outcome: CheckOutcome, name: str) -> tuple[str, ...]:
     if len(lines) > TRACE_LINES:
         lines = lines[: TRACE_LINES - 1] + [f"  ... ({len(lines) - TRACE_LINES + 1} more lines)"]
     return tuple(lines)
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 # ---- execution ----------------------------------------------------------------------
@@ -199,10 +188,11 @@ class SuiteRunner:
         others = [c for c in self.checks if c.run.engine != "spark"]
         spark = [c for c in self.checks if c.run.engine == "spark"]
         workers = min(self.jobs, len(others))
-        share = default_memory_limit(max(1, workers))
-        for check in self.checks:  # checks without --max-memory share 85% of the machine's memory
-            if check.run.options.max_memory is None:
-                check.run.options = replace(check.run.options, max_memory=share)
+        for checks, share in ((others, max(1, workers)), (spark, 1)):
+            limit = default_memory_limit(share)  # side by side, checks share 85% of the machine's memory
+            for check in checks:
+                if check.run.options.max_memory is None:
+                    check.run.options = replace(check.run.options, max_memory=limit)
         if workers > 1:
             self._in_pool(others, workers)
         else:

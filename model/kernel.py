@@ -27,6 +27,23 @@ from .replication import ReplicationModel
 __all__ = ["Components", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
 
 U64 = np.uint64
+_M64 = (1 << 64) - 1
+
+
+def keys_of_ints(ints, words: int) -> np.ndarray:
+    """Keys (words, n) of key integers (words low first)."""
+    ints = list(ints)
+    if words == 1:
+        return np.array(ints, dtype=U64).reshape(1, len(ints))
+    return np.array([[(k >> (64 * w)) & _M64 for k in ints] for w in range(words)], dtype=U64).reshape(words, len(ints))
+
+
+def ints_of_keys(keys: np.ndarray) -> list[int]:
+    """The key integers of keys (words, n): the inverse of ``keys_of_ints``."""
+    out = keys[0].tolist()
+    for w in range(1, keys.shape[0]):
+        out = [k | (h << (64 * w)) for k, h in zip(out, keys[w].tolist())]
+    return out
 BatchPredicate = Callable[[Components], np.ndarray]
 
 
@@ -107,10 +124,7 @@ class VectorKernel:
         return [to_scalar(lc, n, q, rq) for lc, n, q, rq in zip(locs, c.nid.tolist(), c.qisr.tolist(), c.rq.tolist())]
 
     def keys_of_ints(self, ints: list[int]) -> np.ndarray:
-        m = (1 << 64) - 1
-        return np.array([[(k >> (64 * w)) & m for k in ints] for w in range(self.words)], dtype=U64).reshape(
-            self.words, len(ints)
-        )
+        return keys_of_ints(ints, self.words)
 
     @staticmethod
     def int_of_key(column: np.ndarray) -> int:

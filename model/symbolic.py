@@ -295,9 +295,6 @@ class SymbolicModel:
             expose(s, upd, h + 1, s.length(r), log_ids(s, r), true_leader)
         return z3.And(guard), upd
 
-    def _true_leader_guard(self, s: SymState, r: int) -> z3.BoolRef:
-        return z3.And(s.qlead == r, s.ld(r) == r, s.lep(r) == s.qep)
-
     def _LeaderShrinkIsr(self, s: SymState, p: dict, e) -> tuple[z3.BoolRef, Updates]:
         r, f, rf = p["leader"], p["follower"], self.space.rf
         if f == r:
@@ -306,7 +303,7 @@ class SymbolicModel:
             lagging = z3.Or(s.ld(f) != r, s.lep(f) != s.lep(r), s.length(f) < s.length(r))
         else:
             lagging = z3.Not(z3.And(s.ld(f) == r, z3.Or(s.length(r) == 0, s.length(r) <= s.length(f))))
-        guard = z3.And(self._true_leader_guard(s, r), s.isr(r, f), lagging)
+        guard = z3.And(s.true_leader_is(r), s.isr(r, f), lagging)
         new = [FALSE if m == f else s.isr(r, m) for m in range(rf)]
         return guard, self._set_isr(r, new)
 
@@ -328,7 +325,7 @@ class SymbolicModel:
             )
         else:
             caught_up = z3.Or(h <= 0, z3.And(h <= end, h <= s.length(f)))
-        guard = z3.And(self._true_leader_guard(s, r), z3.Not(s.isr(r, f)), s.ld(f) == r, caught_up)
+        guard = z3.And(s.true_leader_is(r), z3.Not(s.isr(r, f)), s.ld(f) == r, caught_up)
         new = [TRUE if m == f else s.isr(r, m) for m in range(rf)]
         return guard, self._set_isr(r, new)
 

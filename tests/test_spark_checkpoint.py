@@ -127,7 +127,7 @@ def interruptions(tmp_path_factory):
 def finished(tmp_path_factory, interruptions, local_spark, reference):
     """An uninterrupted Spark run with --checkpoint: its result and its checkpoint folder."""
     tmp = tmp_path_factory.mktemp("finished")
-    code, report = check_here(tmp, "--checkpoint", str(tmp / "ck"))
+    code, report = check_here(tmp, "--checkpoint", str(tmp / "ck"), "--spark-partitions", "2")  # the file names below
     assert code == 1
     return report, tmp / "ck"
 
@@ -219,7 +219,8 @@ def test_a_bfs_checkpoint_is_refused_by_the_spark_engine_and_the_other_way_round
 def test_a_truncated_level_file_is_refused_and_left_as_it_was(spark_saved):
     part = spark_saved / "level-0009" / "part-00001-of-00002.pkl"
     part.write_bytes(part.read_bytes()[:-7])
-    assert_refused(resume_cli(spark_saved), spark_saved, snapshot(spark_saved), "level-0009/part-00001")
+    before = snapshot(spark_saved)  # taken before the resume: the argument order would run it after
+    assert_refused(resume_cli(spark_saved), spark_saved, before, "level-0009/part-00001")
 
 
 def test_a_corrupted_level_file_is_refused_and_left_as_it_was(spark_saved):
@@ -227,12 +228,14 @@ def test_a_corrupted_level_file_is_refused_and_left_as_it_was(spark_saved):
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0xFF
     part.write_bytes(bytes(data))
-    assert_refused(resume_cli(spark_saved), spark_saved, snapshot(spark_saved), "does not match its checksum")
+    before = snapshot(spark_saved)  # taken before the resume: the argument order would run it after
+    assert_refused(resume_cli(spark_saved), spark_saved, before, "does not match its checksum")
 
 
 def test_a_missing_level_file_is_refused(spark_saved):
     (spark_saved / "level-0018" / "part-00000-of-00002.pkl").unlink()
-    assert_refused(resume_cli(spark_saved), spark_saved, snapshot(spark_saved), "is missing")
+    before = snapshot(spark_saved)  # taken before the resume: the argument order would run it after
+    assert_refused(resume_cli(spark_saved), spark_saved, before, "is missing")
 
 
 @pytest.mark.parametrize(
@@ -247,7 +250,8 @@ def test_a_missing_level_file_is_refused(spark_saved):
 def test_a_mangled_manifest_is_refused_and_left_as_it_was(spark_saved, mangle, words):
     manifest = spark_saved / "manifest.json"
     manifest.write_text(mangle(manifest.read_text()))
-    assert_refused(resume_cli(spark_saved), spark_saved, snapshot(spark_saved), words)
+    before = snapshot(spark_saved)  # taken before the resume: the argument order would run it after
+    assert_refused(resume_cli(spark_saved), spark_saved, before, words)
 
 
 def test_checkpointing_into_a_folder_that_holds_a_spark_checkpoint_is_refused(spark_saved):

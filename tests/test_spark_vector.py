@@ -13,7 +13,7 @@ import pytest
 
 from isrcheck.checker import spark_tasks, spark_vector
 from isrcheck.model import ModelConfig, ReplicationModel, fingerprint
-from isrcheck.model.kernel import kernel_for
+from isrcheck.model.kernel import ints_of_keys, kernel_for, keys_of_ints
 from isrcheck.properties import BY_NAME
 
 from .conftest import run_bfs
@@ -30,8 +30,8 @@ def test_partitions_of_keys_are_the_fingerprint_partitions_of_their_integers(wor
     ints = [rng.getrandbits(64 * words) for _ in range(500)]
     ints += [rng.getrandbits(64) for _ in range(100)] + [0, 1, (1 << 64) - 1, 1 << 64, (1 << (64 * words)) - 1]
     ints = [k & ((1 << (64 * words)) - 1) for k in ints]
-    keys = spark_vector.keys_of_ints(ints, words)
-    assert spark_vector.ints_of_keys(keys) == ints
+    keys = keys_of_ints(ints, words)
+    assert ints_of_keys(keys) == ints
     for n in (1, 3, 7):
         assert spark_vector.partitions_of(keys, n).tolist() == [fingerprint(k) % n for k in ints]
 
@@ -43,17 +43,17 @@ def test_distinct_keys_keep_their_smallest_parent_and_sort_as_their_integers(wor
              for _ in range(300)]
     pairs += pairs[:50]  # duplicates
     pairs += [(k, p ^ 1) for k, p in pairs[:80]]  # same key, other parents
-    keys = spark_vector.keys_of_ints([k for k, _ in pairs], words)
-    parents = spark_vector.keys_of_ints([p for _, p in pairs], words)
+    keys = keys_of_ints([k for k, _ in pairs], words)
+    parents = keys_of_ints([p for _, p in pairs], words)
     k, p = spark_vector.smallest_parents(keys, parents)
     expected: dict[int, int] = {}
     for key, parent in pairs:
         expected[key] = min(parent, expected.get(key, parent))
-    assert spark_vector.ints_of_keys(k) == sorted(expected)
-    assert spark_vector.ints_of_keys(p) == [expected[key] for key in sorted(expected)]
+    assert ints_of_keys(k) == sorted(expected)
+    assert ints_of_keys(p) == [expected[key] for key in sorted(expected)]
     rows = spark_vector.rows(k)
     assert (np.sort(rows) == rows).all()
-    probe = spark_vector.rows(spark_vector.keys_of_ints(sorted(expected)[::7], words))
+    probe = spark_vector.rows(keys_of_ints(sorted(expected)[::7], words))
     assert (np.searchsorted(rows, probe) == np.arange(0, len(expected), 7)).all()
 
 
@@ -85,7 +85,7 @@ def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark
             for _, payload in records:
                 keys = payload[1]
                 if job.vector:
-                    new.update(zip(spark_vector.ints_of_keys(keys), spark_vector.ints_of_keys(payload[2])))
+                    new.update(zip(ints_of_keys(keys), ints_of_keys(payload[2])))
                 else:
                     new.update(zip(keys, pickle.loads(payload[2])))
         found: dict[str, int] = {}

@@ -72,6 +72,8 @@ CASES = [
      4, ["needs an expect table"]),
     ("a command-line option in a check", '[[check]]\nrf = 2\ntrace-dir = "x"\nexpect = { weak-isr = "holds" }\n', 3,
      ["trace-dir is not set per check: use check-suite --trace-dir"]),
+    ("view in a check", '[[check]]\nrf = 2\nview = true\nexpect = { weak-isr = "holds" }\n', 3,
+     ["view is not set per check: use view-trace FILE"]),
     ("an empty matrix list", '[[check]]\nrf = []\nexpect = { weak-isr = "holds" }\n', 2, ["a matrix list needs at least one value"]),
     ("a list in the defaults", '[defaults]\nrf = [2, 3]\n' + GOOD_CHECK, 2, ["defaults take one value each"]),
     ("an option given twice", '[[check]]\nmin-isr = 1\nmin_isr = 2\nexpect = { weak-isr = "holds" }\n', 3,

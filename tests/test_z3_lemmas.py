@@ -40,4 +40,4 @@ def test_houdini_drops_a_candidate_that_the_model_breaks():
     sym = SymbolicModel(config)
     names = {name for name, _ in candidates(sym.fresh("x"))}
     kept = set(houdini(sym, timeout=60).names)
-    assert kept < names
+    assert kept and kept < names  # Houdini kept some (a timeout keeps none) and dropped some
