@@ -54,7 +54,7 @@ import numpy  # imported by the vector kernel: part of the baseline, not of the 
 t = time.perf_counter()
 model = ReplicationModel(config)
 model.symmetry  # imports and tables in place before the baseline is read
-if p["kernel"] == "vector" and config.core:
+if p["kernel"] == "vector":
     from isrcheck.model.kernel import kernel_for
     from isrcheck.properties import select
     kernel = kernel_for(model)  # kept for this configuration: the run below reuses it

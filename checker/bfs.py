@@ -42,9 +42,7 @@ KERNELS = ("vector", "scalar")
 
 def vector_kernel_for(model: ReplicationModel, properties: Sequence[Property], options: CheckOptions):
     """(the model's vector kernel for this search, "") or (None, why not); NumPy is
-    imported only for the core machine, the only one the kernel covers."""
-    if not model.config.core:
-        return None, "the vector kernel covers the core machine (--core) only"
+    imported only here, when a search may use it."""
     from .bfs_vector import vector_kernel
 
     return vector_kernel(model, properties, options)

@@ -80,12 +80,17 @@ class Limits:
         self.deadline = started + options.time_limit if options.time_limit else None
         self.memory_stop = int(options.max_memory * MEMORY_HEADROOM) if options.max_memory else None
 
-    def exceeded(self) -> str:
+    def exceeded(self, reserve: int = 0) -> str:
+        """The limit reached, or ''; ``reserve``: bytes the next step is about to need."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return "time limit"
-        if self.memory_stop is not None and current_rss() >= self.memory_stop:
+        if self.memory_stop is not None and current_rss() + reserve >= self.memory_stop:
             return "memory limit"
         return ""
+
+    def memory_room(self) -> int | None:
+        """Bytes left before the memory stop, or None without a memory limit."""
+        return None if self.memory_stop is None else max(0, self.memory_stop - current_rss())
 
 
 def current_rss() -> int:

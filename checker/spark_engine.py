@@ -26,8 +26,8 @@ model (``replay_path``). Parents and reported states are chosen
 deterministically (see ``spark_tasks``), so every master and partitioning gives
 the same traces; their lengths are BFS's shortest lengths.
 
-Where the vector kernel applies (the rule of the BFS engine: the core machine, a
-kernel that covers the properties and the symmetry), states are its keys from the
+Where the vector kernel applies (the rule of the BFS engine: tables and keys within
+its bounds, a kernel that covers the properties and the symmetry), states are its keys from the
 seed to the parent walk, and executors expand, canonicalise, de-duplicate and check
 a partition's states as arrays (``spark_vector``); the path's keys become scalar
 states again before the replay, as in ``bfs_vector``. Otherwise states are scalar

@@ -206,8 +206,8 @@ def _nonneg(ctx, param, value):
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
               help="Successor kernel of --engine bfs and spark: vector (NumPy, a level or a Spark partition at "
-                   "a time) where it applies, that is the core machine without checkpoints; scalar (one state "
-                   "at a time) otherwise.")
+                   "a time) where it applies, that is without checkpoints and within its table and key bounds; "
+                   "scalar (one state at a time, exact keys) otherwise.")
 @click.option("--workers", type=int, default=None, metavar="N",
               help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
                    "process may use]. Checkpointed runs use one process.")

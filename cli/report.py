@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from isrcheck.properties import BY_NAME
@@ -86,8 +87,11 @@ def render_json(outcome: CheckOutcome) -> str:
     return json.dumps(to_json(outcome), indent=2)
 
 
-def status_words(outcome: CheckOutcome, name: str) -> str:
+def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str:
+    """The verdict in words; a note that every property shares is left to the caller."""
     p = outcome.result.by_name(name)
+    if p.note == shared_note:
+        p = replace(p, note="")
     file = outcome.trace_files.get(name)
     saved = f": trace saved to {file}" if file else ""
     if p.expectation == "always":
@@ -114,8 +118,10 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
+    notes = [p.note for p in r.properties if p.note]
+    shared = notes[0] if len(notes) > 1 and len(set(notes)) == 1 else ""  # said once, below
     for p in r.properties:
-        lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name)}")
+        lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
     if explain:
         for p in r.properties:
             if p.status == "violated" and p.expectation == "always" and p.name in outcome.traces:
@@ -133,6 +139,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
             f"states: {s.states:,} distinct{full}, {s.generated:,} generated, depth {s.depth}, "
             f"{s.seconds:.2f} s, {s.states_per_second:,.0f} states/s, peak memory {s.peak_memory / 2**20:,.0f} MiB"
         )
+    if shared:
+        lines.append(shared)
     if r.complete:
         scope = "the whole bounded space" if r.exhausted else "until every property was decided"
         lines.append(f"searched {scope}; bounds: {bounds_words(outcome)}")

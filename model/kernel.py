@@ -8,19 +8,21 @@ states as the scalar engine does. Keys convert exactly to and from the scalar
 packed ints, one by one or a batch at a time.
 
 The scalar model (``successors.py``) is the reference: the tests compare the two
-on whole state spaces. Only the core machine is covered (``CoreTables`` raises
-``KernelUnsupported`` otherwise). Properties have batch predicates built from the
-same tables, and ``canonical`` is the exact symmetry reduction: the smallest key
+on whole state spaces. The core machine and the Kafka model are both covered
+(``kernel_kafka.py`` adds the Kafka features); ``CoreTables`` raises
+``KernelUnsupported`` where the tables or the key would be too big. Properties have
+batch predicates built from the same tables (``kernel_predicates.py``), and ``canonical`` is the exact symmetry reduction: the smallest key
 among all relabellings of the brokers.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Iterator
 
 import numpy as np
 
 from .kernel_batch import Components, Expander
+from .kernel_predicates import BatchPredicate, batch_predicate
 from .kernel_tables import CoreTables, KernelDomainError, KernelUnsupported
 from .replication import ReplicationModel
 
@@ -44,7 +46,6 @@ def ints_of_keys(keys: np.ndarray) -> list[int]:
     for w in range(1, keys.shape[0]):
         out = [k | (h << (64 * w)) for k, h in zip(out, keys[w].tolist())]
     return out
-BatchPredicate = Callable[[Components], np.ndarray]
 
 
 class VectorKernel:
@@ -61,16 +62,22 @@ class VectorKernel:
         self.base = cat.base
         self._expander = Expander(T, cat.base, self.action_dtype)
         self._perm = None
-        self._disagree: list[np.ndarray] | None = None
 
     def emission_rank(self) -> np.ndarray:
         """``rank[action]``: where the scalar successor function lists that action among a
         state's successors. That is catalogue order, except that a state's requests are
         applied newest first: BecomeLeader by descending epoch, BecomeFollower by descending
         epoch and then replica. With it the vector BFS keeps the scalar BFS's discovery order
-        and finds the very same traces (a test holds this to ``successors.py``)."""
+        and finds the very same traces on the core machine (a test holds this to
+        ``successors.py``). The Kafka model lists its controller's moves first (failover and
+        unclean election right after the shrinks) and a crash beside its disk-loss twin;
+        there the order is the scalar one but for a leaderless shrink, which the scalar
+        function lists after the other shrinks, so traces have the same lengths, and
+        without symmetry the same states, but may be other paths."""
         cat = self.model.catalogue
-        families = list(cat.base)
+        families = [f for f in ("ControllerElectLeader", "ControllerShrinkIsr", "ControllerFailover",
+                                "ControllerUncleanElect") if f in cat.base]
+        families += [f for f in cat.base if f not in families and f != "BrokerCrashDiskLoss"]
 
         def order(a: int) -> tuple:
             action = cat[a]
@@ -79,6 +86,8 @@ class VectorKernel:
                 within: tuple = (-args["epoch"], args["replica"])
             elif action.name == "BecomeFollower":
                 within = (-args["epoch"], args["replica"], args["leader"])
+            elif action.name in ("BrokerCrash", "BrokerCrashDiskLoss"):
+                return (families.index("BrokerCrash"), (args["replica"], action.name != "BrokerCrash"))
             else:
                 within = (a,)
             return (families.index(action.name), within)
@@ -89,12 +98,11 @@ class VectorKernel:
         return rank
 
     # ---- keys ---------------------------------------------------------------------------
-    def encode(self, locs, nid, qisr, rq) -> np.ndarray:
-        """Keys (words, n) from component arrays."""
+    def encode(self, values: dict) -> np.ndarray:
+        """Keys (words, n) from an array (or list) of values per key field."""
         T = self.T
-        n = len(nid)
+        n = len(values["nid"])
         keys = np.zeros((self.words, n), dtype=U64)
-        values = {f"local{r}": x for r, x in enumerate(locs)} | {"nid": nid, "qisr": qisr, "rq": rq}
         for f in T.fields:
             keys[f.word] |= np.asarray(values[f.name]).astype(U64) << U64(f.shift)
         return keys
@@ -113,15 +121,15 @@ class VectorKernel:
     def keys_of_scalars(self, states) -> np.ndarray:
         """Keys (words, n) of scalar packed states."""
         comps = [self.T.components_of_scalar(s) for s in states]
-        locs = [[c[0][r] for c in comps] for r in range(self.T.rf)]
-        return self.encode(locs, *([c[i] for c in comps] for i in (1, 2, 3)))
+        return self.encode({f.name: [c[f.name] for c in comps] for f in self.T.fields})
 
     def scalars_of_keys(self, keys: np.ndarray) -> list[int]:
         """The scalar packed states of keys (words, n)."""
         c = Components(self.T, keys)
+        names = [f.name for f in self.T.fields]
+        columns = [c._get(name).tolist() for name in names]
         to_scalar = self.T.scalar_of_components
-        locs = list(zip(*(x.tolist() for x in c.loc)))
-        return [to_scalar(lc, n, q, rq) for lc, n, q, rq in zip(locs, c.nid.tolist(), c.qisr.tolist(), c.rq.tolist())]
+        return [to_scalar(dict(zip(names, row))) for row in zip(*columns)]
 
     def keys_of_ints(self, ints: list[int]) -> np.ndarray:
         return keys_of_ints(ints, self.words)
@@ -158,43 +166,7 @@ class VectorKernel:
     def predicate(self, name: str) -> BatchPredicate | None:
         """A batch form of a property's predicate over ``components(keys)`` (True where it
         holds), or None when the kernel has none for that property."""
-        if name in ("weak-isr", "strong-isr"):
-            return self._isr_predicate(strong=name == "strong-isr")
-        if name == "leader-in-isr":
-
-            def leader_in_isr(c: Components) -> np.ndarray:
-                q = c.qlead.astype(np.int64)
-                return (q < 0) | ((c.qisr >> np.maximum(q, 0) & 1) != 0)
-
-            return leader_in_isr
-        return None
-
-    def _isr_predicate(self, strong: bool) -> BatchPredicate:
-        T = self.T
-        if self._disagree is None:
-            self._disagree = T.isr_disagreement()
-        bad = self._disagree
-        n_logs, rf = T.n_logs, T.rf
-
-        def disagreements(c: Components) -> list[list[np.ndarray]]:
-            """[r1][r2]: r1 leads and r2's log lacks its records below the HWM (shared by both ISR forms)."""
-            d = c.__dict__.get("disagree")
-            if d is None:
-                logs = [T.L_LOG[x] for x in c.loc]
-                d = [[bad[r1][c.loc[r1] * n_logs + logs[r2]] for r2 in range(rf)] for r1 in range(rf)]
-                c.__dict__["disagree"] = d
-            return d
-
-        def holds(c: Components) -> np.ndarray:
-            d = disagreements(c)
-            broken = np.zeros(len(c.qisr), dtype=bool)
-            for r1 in range(rf):
-                members = c.qisr if strong else c.isr[r1]
-                for r2 in range(rf):
-                    broken |= d[r1][r2] & ((members >> r2 & 1) != 0)
-            return ~broken
-
-        return holds
+        return batch_predicate(self.T, name)
 
     # ---- symmetry -------------------------------------------------------------------------------
     def _perms(self):
@@ -215,26 +187,53 @@ class VectorKernel:
         # a Spark executor builds them once per process.
         return (kernel_for, (self.model,))
 
-    def images(self, keys: np.ndarray) -> list[np.ndarray]:
-        """The keys relabelled by every permutation of the brokers (the identity first)."""
+    def images(self, keys: np.ndarray) -> Iterator[np.ndarray]:
+        """The keys relabelled by every permutation of the brokers (the identity first), one
+        at a time. Only the fields that name brokers are rewritten; the others (record ids,
+        counters, histories) are copied as they are, bits and all."""
         T = self.T
         perms, local_t, isr_t, rq_t = self._perms()
         c = Components(T, keys)
-        out = [keys]
+        field = T.field
+        moved = {f"local{r}" for r in range(T.rf)} | {"qisr", "rq"}
+        moved |= {f"{name}{r}" for name in T.replica_fields for r in range(T.rf)}
+        kept = np.zeros(self.words, dtype=U64)
+        for f in T.fields:
+            if f.name not in moved:
+                kept[f.word] |= U64(f.mask << f.shift)
+        fixed = keys & kept[:, None]
+
+        def small(name: str) -> np.ndarray:  # a field's values, in a quarter of int64's memory
+            return c._get(name).astype(np.int32 if field[name].bits > 8 else np.uint8)
+
+        loc = [small(f"local{r}") for r in range(T.rf)]
+        qisr, rq = small("qisr"), small("rq")
+        per_replica = [(name, [small(f"{name}{r}") for r in range(T.rf)]) for name in T.replica_fields]
+        yield keys
         for k in range(1, len(perms)):
             p = perms[k]
-            locs = [None] * T.rf
+            out = fixed.copy()
+
+            def put(name: str, values: np.ndarray) -> None:
+                f = field[name]
+                out[f.word] |= values.astype(U64) << U64(f.shift)
+
+            put("qisr", isr_t[k][qisr])
+            put("rq", rq_t[k][rq])
             for i in range(T.rf):
-                locs[p[i]] = local_t[k][c.loc[i]]
-            out.append(self.encode(locs, c.nid, isr_t[k][c.qisr], rq_t[k][c.rq]))
-        return out
+                put(f"local{p[i]}", local_t[k][loc[i]])
+                for name, arrays in per_replica:
+                    put(f"{name}{p[i]}", arrays[i])
+            yield out
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
-        """The smallest relabelling of each key: one representative per orbit (exact reduction)."""
-        images = self.images(keys)
-        best = images[0].copy()
-        for img in images[1:]:
-            if self.words == 1:
+        """The smallest relabelling of each key: one representative per orbit (exact reduction).
+        Each relabelling is folded in as soon as it is made, so one is in memory at a time."""
+        best = None
+        for img in self.images(keys):
+            if best is None:
+                best = img.copy()
+            elif self.words == 1:
                 np.minimum(best[0], img[0], out=best[0])
             else:
                 hi = self.words - 1

@@ -6,8 +6,10 @@ computes the enabled rows with masks over table look-ups (fancy indexing) and th
 successor keys by XOR-ing the changed components into the parent's key. Families
 that only some rows can take (requests not yet applied by every replica, the true
 leader's ISR changes) work on that subset of rows. The rules are those of
-``successors.py`` for the core machine, revision by revision; the tests compare the
-two successor by successor.
+``successors.py``, revision by revision, with the Kafka model's conditions where it
+has them (crashed brokers take no step, min.insync.replicas, acks, the history
+fields) and its own families in ``kernel_kafka.py``; the tests compare the two
+successor by successor.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .config import Revision
+from .kernel_kafka import KafkaFamilies, add_kafka_tables
 from .kernel_tables import DISABLED, UNREPRESENTABLE, CoreTables, KernelDomainError
 
 U64 = np.uint64
@@ -25,9 +28,12 @@ U64 = np.uint64
 class Components:
     """Component arrays of a batch (int64) and the fields the families read, each derived
     on first use: ``loc``, ``nid``, ``qisr``, ``rq``; per replica ``ld``, ``ep``, ``hw``,
-    ``ln``, ``isr``; the controller's ``nle`` and ``qlead``."""
+    ``ln``, ``isr``, and the Kafka model's ``life`` and ``since``; the controller's ``nle``
+    and ``qlead``; the Kafka model's ``crashes``, ``disk``, ``acked``, ``committed`` and
+    ``readable`` (zeros where a configuration does not keep them)."""
 
     PER_REPLICA = {"ld": "L_LD", "ep": "L_EP", "hw": "L_HW", "ln": "L_LEN", "isr": "L_ISR"}
+    SHARED = ("crashes", "disk", "acked", "committed", "readable")
     loc: list[np.ndarray]
     ld: list[np.ndarray]
     ep: list[np.ndarray]
@@ -44,6 +50,9 @@ class Components:
         self.T = T
         self.words = keys.view(np.int64)
 
+    def _zeros(self) -> np.ndarray:
+        return np.zeros(self.words.shape[1], dtype=np.int64)
+
     def _get(self, name: str) -> np.ndarray:
         f = self.T.field[name]
         return (self.words[f.word] >> f.shift) & f.mask
@@ -53,8 +62,12 @@ class Components:
         value: Any
         if name == "loc":
             value = [self._get(f"local{r}") for r in range(T.rf)]
-        elif name in ("nid", "qisr", "rq"):
+        elif name in ("life", "since"):  # the Kafka model's per-replica fields (0 where not kept)
+            value = [self._get(f"{name}{r}") if f"{name}{r}" in T.field else self._zeros() for r in range(T.rf)]
+        elif name in T.field:
             value = self._get(name)
+        elif name in self.SHARED:
+            value = self._zeros()
         elif name in self.PER_REPLICA:
             table = getattr(T, self.PER_REPLICA[name])
             value = [table[x] for x in self.loc]
@@ -96,21 +109,32 @@ class _Out:
         return keys, rows, actions
 
 
-class Expander:
-    """The action families of the core machine over batches, for one configuration."""
+class Expander(KafkaFamilies):
+    """The action families over batches, for one configuration (the core machine's, and
+    the Kafka model's with ``kernel_kafka.py``)."""
 
     def __init__(self, T: CoreTables, base: dict[str, int], action_dtype: type) -> None:
         self.T, self.base, self.action_dtype = T, base, action_dtype
+        self.kafka = T.kafka
+        if T.kafka:
+            cfg = T.layout.config
+            add_kafka_tables(T)
+            self.acks_all, self.acks_one, self.min_isr = cfg.acks == "all", cfg.acks == "1", cfg.min_isr
 
     def expand(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every successor of every state: (keys (words, m), parent row (int64), action index)."""
         c = Components(self.T, keys)
         out = _Out(keys, self.T.field)
-        self._controller(c, out)
+        if self.kafka:
+            self._kafka_controller(c, out)
+        else:
+            self._controller(c, out)
         self._become(c, out)
         self._write_and_hw(c, out)
         self._isr_changes(c, out)
         self._fetch(c, out)
+        if self.kafka:
+            self._crash_restart(c, out)
         return out.result(self.T.words, self.action_dtype)
 
     def _controller(self, c: Components, out: _Out) -> None:
@@ -157,6 +181,9 @@ class Expander:
         T, B = self.T, self.base
         rf, nep1 = T.rf, T.max_epoch + 1
         fenced = T.revision is Revision.KIP_320
+        kafka = self.kafka
+        leader_needs_answer = kafka and T.revision is not Revision.HW_TRUNCATION
+        track_since = "since0" in T.field
         oldest = np.minimum.reduce(c.ep) if rf > 1 else c.ep[0]
         for e in range(nep1):
             act = np.flatnonzero((c.nle > e) & (oldest < e))
@@ -168,15 +195,28 @@ class Expander:
             loc = [x[act] for x in c.loc]
             ep = [x[act] for x in c.ep]
             newer = [x < e for x in ep]
+            if kafka:  # crashed brokers take no step
+                alive = [x[act] == 0 for x in c.life]
+                newer = [n & a for n, a in zip(newer, alive)]
             for r in range(rf):
                 sub = np.flatnonzero((s_ld == r) & newer[r])
                 if len(sub):
+                    rows = act[sub]
                     new = T.L_LH[loc[r][sub]] * T.n_meta + meta_new[sub]
-                    out.emit(act[sub], B["BecomeLeader"] + r * nep1 + e, [(f"local{r}", loc[r][sub], new)])
+                    changes = [(f"local{r}", loc[r][sub], new)]
+                    if kafka:
+                        if track_since:  # a new leadership: its purgatory starts empty
+                            since = c.since[r][rows]
+                            changes.append((f"since{r}", since, np.where(T.L_LD[loc[r][sub]] != r, e + 1, since)))
+                        true_leader = (c.qlead[rows] == r) & (c.nle[rows] == e + 1)
+                        self._expose(c, rows, T.L_PREFIX_IDS[loc[r][sub]], true_leader, changes)
+                    out.emit(rows, B["BecomeLeader"] + r * nep1 + e, changes)
             for lead in range(rf):
                 named = s_ld == lead
                 if fenced:
                     named &= (T.L_LD[loc[lead]] == lead) & (ep[lead] == e)
+                if leader_needs_answer:  # the truncation point comes from the leader
+                    named &= alive[lead]
                 if not named.any():
                     continue
                 for r in range(rf):
@@ -189,28 +229,43 @@ class Expander:
                     keep = nlh != DISABLED
                     sub, nlh = sub[keep], nlh[keep]
                     new = np.where(nlh < 0, UNREPRESENTABLE, nlh * T.n_meta + meta_new[sub])
-                    out.emit(act[sub], B["BecomeFollower"] + (r * rf + lead) * nep1 + e,
-                             [(f"local{r}", loc[r][sub], new)])
+                    changes = [(f"local{r}", loc[r][sub], new)]
+                    if track_since:  # NotLeader: the pending produces fail
+                        since = c.since[r][act[sub]]
+                        changes.append((f"since{r}", since, 0 * since))
+                    out.emit(act[sub], B["BecomeFollower"] + (r * rf + lead) * nep1 + e, changes)
 
     def _write_and_hw(self, c: Components, out: _Out) -> None:
         T, B = self.T, self.base
         rf, mr = T.rf, T.max_records
         fenced = T.revision is Revision.KIP_320
+        kafka = self.kafka
         can_write = c.nid < mr
+        if kafka:
+            qep = c.nle.astype(np.int64) - 1
         for r in range(rf):
-            rows = np.flatnonzero(can_write & (c.ld[r] == r) & (c.ln[r] < T.log_size))
+            ok = can_write & (c.ld[r] == r) & (c.ln[r] < T.log_size)
+            if kafka and self.acks_all:
+                ok &= T.L_ISR_POP[c.loc[r]] >= self.min_isr  # else NotEnoughReplicas
+            rows = np.flatnonzero(ok)
             if len(rows):
                 new = T.L_WRITE[c.loc[r][rows] * mr + c.nid[rows]]
-                out.emit(
-                    rows,
-                    B["LeaderWrite"] + r,
-                    [(f"local{r}", c.loc[r][rows], new), ("nid", c.nid[rows], c.nid[rows] + 1)],
-                )
+                nid = c.nid[rows]
+                changes = [(f"local{r}", c.loc[r][rows], new), ("nid", nid, nid + 1)]
+                if kafka:
+                    if self.acks_one:
+                        acked = c.acked[rows]
+                        changes.append(("acked", acked, acked | (1 << nid)))
+                    true_leader = (c.qlead[rows] == r) & (c.ep[r][rows] == qep[rows])
+                    self._expose(c, rows, T.L_PREFIX_IDS[np.maximum(new, 0)], true_leader, changes)
+                out.emit(rows, B["LeaderWrite"] + r, changes)
         for r in range(rf):
             h = c.hw[r]
             if fenced:
                 ok = h < c.ln[r]
                 self_lead = c.ld[r] == r
+                if kafka:
+                    ok &= self_lead  # only a believed leader advances its HWM
                 for f in range(rf):
                     member = (c.isr[r] >> f & 1) != 0
                     good = self_lead & (c.ld[f] == r) & (c.ep[f] == c.ep[r]) & (h < c.ln[f])
@@ -222,7 +277,19 @@ class Expander:
                     ok &= ~member | ((c.ld[f] == r) & (h < c.ln[f]))
             rows = np.flatnonzero(ok)
             if len(rows):
-                out.emit(rows, B["LeaderIncHighWatermark"] + r, [(f"local{r}", c.loc[r][rows], T.L_INC_HW[c.loc[r][rows]])])
+                loc = c.loc[r][rows]
+                new = T.L_INC_HW[loc]
+                changes = [(f"local{r}", loc, new)]
+                if kafka:
+                    if self.acks_all:
+                        # appended during this leadership: its delayed produce completes (with
+                        # a smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
+                        done = (T.L_HW_REC_EPOCH[loc] >= c.since[r][rows] - 1) & (T.L_ISR_POP[loc] >= self.min_isr)
+                        acked = c.acked[rows]
+                        changes.append(("acked", acked, np.where(done, acked | T.L_HW_ID_BIT[loc], acked)))
+                    true_leader = (c.qlead[rows] == r) & (c.ep[r][rows] == qep[rows])
+                    self._expose(c, rows, T.L_PREFIX_IDS[np.maximum(new, 0)], true_leader, changes)
+                out.emit(rows, B["LeaderIncHighWatermark"] + r, changes)
 
     def _isr_changes(self, c: Components, out: _Out) -> None:
         """LeaderShrinkIsr and LeaderExpandIsr, by the true leader only (a subset of rows)."""
@@ -248,7 +315,12 @@ class Expander:
                 if fenced:
                     same_epoch = follows & (T.L_EP[loc_f] == ep_r)
                     lagging = ~same_epoch | (ln_f < end)
-                    caught_up = same_epoch & ~((h > 0) & (h > ln_f)) & expand_ok
+                    if self.kafka:
+                        # Kafka 2.1+: the follower's log end has reached the HWM and the start of
+                        # the leader's epoch (Partition.isFollowerInSync)
+                        caught_up = same_epoch & (ln_f >= h) & (ln_f >= T.L_EPOCH_START[loc_r])
+                    else:
+                        caught_up = same_epoch & ~((h > 0) & (h > ln_f)) & expand_ok
                 else:
                     lagging = ~(follows & ((end == 0) | (end <= ln_f)))
                     caught_up = follows & ~((h > 0) & ~((h <= end) & (h <= ln_f)))

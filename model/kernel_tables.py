@@ -1,5 +1,6 @@
 """Component tables of the vector kernel: a denser state key than ``layout.py``'s, and
-every per-component transition as an array, built once per configuration.
+every per-component transition as an array, built once per configuration (the core
+machine's; ``kernel_kafka.py`` adds the Kafka model's).
 
 Why a second encoding: the packed int of ``layout.py`` spends bits on impossible
 combinations (67 bits for the core at rf 3), and NumPy needs keys that fit one
@@ -10,7 +11,10 @@ the values that component can take:
   believed leader, cached ISR) tuples that the core can represent; ``local =
   (log * (log_size + 1) + hw) * n_meta + meta``;
 * the **next record id**, the **quorum ISR** (a bitmask) and the **request sequence**
-  (one index for the whole LeaderAndIsr request list, mixed radix over the slots).
+  (one index for the whole LeaderAndIsr request list, mixed radix over the slots);
+* in the Kafka model, per replica its **life** (alive, or crashed with its crash mark)
+  and its **leadership start** (acks=all), and the **crash and disk-loss counters** and
+  the **acked, committed and readable** id masks, each a field where it can vary.
 
 The tables leave out what the core cannot reach, which is what makes rf 3 fit in
 64 bits (with ``--max-leader-epoch 3`` too). Each exclusion is an invariant of the
@@ -19,7 +23,8 @@ core machine, not a guess:
 * record ids in one log are distinct: an id is written once, at one offset, and
   copies keep offsets;
 * a replica with no leader epoch has no leader and an empty cached ISR, and one
-  with an epoch names a real leader (requests without a leader are never applied);
+  with an epoch names a real leader (requests without a leader are never applied),
+  but for a restarted Kafka broker: fenced at an epoch, no leader, no ISR;
 * a believed leader is in its own cached ISR, and a request's leader is in the
   request's ISR (every ISR change keeps the leader; elections pick an ISR member).
 
@@ -36,8 +41,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Sequence
-
 import numpy as np
 
 from .config import Revision
@@ -93,9 +96,8 @@ class CoreTables:
 
     def __init__(self, layout: Layout) -> None:
         cfg = layout.config
-        if not cfg.core:
-            raise KernelUnsupported("the vector kernel covers the core machine (--core) only")
         self.layout = L = layout
+        self.kafka = kafka = not cfg.core
         self.rf = rf = cfg.rf
         self.max_records = mr = cfg.max_records
         self.log_size = ls = cfg.logsize
@@ -115,6 +117,9 @@ class CoreTables:
         self.metas = [(NONE, NONE, 0)] + [
             (e, ld, isr) for e in range(me + 1) for ld in range(rf) for isr in range(n_isr) if isr >> ld & 1
         ]
+        if kafka and cfg.crashes:
+            # a restarted broker: fenced at an epoch (KIP-380), no leader heard of yet
+            self.metas += [(e, NONE, 0) for e in range(me + 1)]
         self.meta_index = {m: i for i, m in enumerate(self.metas)}
         self.n_meta = n_meta = len(self.metas)
         self.n_local = n_local = n_lh * n_meta
@@ -135,9 +140,22 @@ class CoreTables:
                 f"the vector kernel's tables would take {size >> 20:,} MiB for these bounds "
                 f"(at most {MAX_TABLE_BYTES >> 20} MiB)"
             )
+        # the Kafka model's per-replica life (0 alive, 1 + crash mark) and leadership start
+        # (epoch + 1, 0 when not leading), and its counters and history masks, each a field
+        # of its own where it can vary (``layout.py`` says what they mean)
+        self.n_life, self.n_since = L.n_life, L.n_since
+        self.replica_fields = [name for name, n in (("life", self.n_life), ("since", self.n_since)) if n > 1]
+        shared = {"crashes": L.f_crashes if kafka and cfg.crashes else None,
+                  "disk": L.f_disk_losses if kafka and cfg.disk_loss else None,
+                  "acked": L.f_acked if kafka and cfg.acks != "0" else None,
+                  "committed": L.f_committed, "readable": L.f_readable}
+        self.shared = {name: f for name, f in shared.items() if f is not None}
         self.fields = pack_fields(
             [(f"local{r}", _bits(n_local - 1)) for r in range(rf)]
+            + [(f"{name}{r}", _bits(n - 1)) for r in range(rf) for name, n in
+               (("life", self.n_life), ("since", self.n_since)) if n > 1]
             + [("nid", _bits(mr)), ("qisr", rf), ("rq", _bits(n_rq - 1))]
+            + [(name, f.bits) for name, f in self.shared.items()]
         )
         self.field = {f.name: f for f in self.fields}
         self.words = self.fields[-1].word + 1
@@ -341,32 +359,38 @@ class CoreTables:
         L = self.layout
         return (1 << (L.f_slots[-1].shift + L.f_slots[-1].bits - L.f_next_epoch.shift)) - 1
 
-    def components_of_scalar(self, state: int) -> tuple[list[int], int, int, int]:
-        """(locals, next record id, quorum ISR, request sequence) of a scalar packed state."""
+    def components_of_scalar(self, state: int) -> dict[str, int]:
+        """Every key field's value (``self.fields``' names) of a scalar packed state."""
         L = self.layout
         cache = self.__dict__.setdefault("_to_kernel", ({}, {}))
         local_of, rq_of = cache
-        locs = []
-        for sh in L.local_shift:
+        out = {}
+        for r, sh in enumerate(L.local_shift):
             packed = (state >> sh) & L.local_mask
-            k = local_of.get(packed)
-            if k is None:
-                k = local_of[packed] = self._kernel_local(packed)
-            locs.append(k)
+            parts = local_of.get(packed)
+            if parts is None:
+                parts = local_of[packed] = self._kernel_local(packed)
+            out[f"local{r}"], life, since = parts
+            if self.n_life > 1:
+                out[f"life{r}"] = life
+            if self.n_since > 1:
+                out[f"since{r}"] = since
         req = (state >> L.f_next_epoch.shift) & self._req_bits_mask()
         rq = rq_of.get(req)
         if rq is None:
             rq = rq_of[req] = self._kernel_rq(req << L.f_next_epoch.shift)
-        return locs, L.f_next_id.get(state), L.f_quorum_isr.get(state), rq
+        out["nid"], out["qisr"], out["rq"] = L.f_next_id.get(state), L.f_quorum_isr.get(state), rq
+        for name, f in self.shared.items():
+            out[name] = f.get(state)
+        return out
 
-    def _kernel_local(self, packed: int) -> int:
+    def _kernel_local(self, packed: int) -> tuple[int, int, int]:
+        """(kernel local, life, since + 1) of a scalar replica local."""
         L = self.layout
         meta, log = packed & L.meta_mask, packed >> L.meta_bits
-        if L.meta_life[meta]:
-            raise ValueError("a crashed replica has no place in the core machine")
         lg = self.log_index[L.logs[log]]
         m = self.meta_index[(L.meta_epoch[meta], L.meta_leader[meta], L.meta_isr[meta])]
-        return (lg * self.ls1 + L.meta_hw[meta]) * self.n_meta + m
+        return (lg * self.ls1 + L.meta_hw[meta]) * self.n_meta + m, L.meta_life[meta], L.meta_since[meta] + 1
 
     def _kernel_rq(self, state: int) -> int:
         L = self.layout
@@ -377,20 +401,25 @@ class CoreTables:
             rq += self.slot_index[(L.slot_leader(v), L.slot_isr(v))] * int(self.rq_pow[e])
         return rq
 
-    def scalar_of_components(self, locs: Sequence[int], nid: int, qisr: int, rq: int) -> int:
+    def scalar_of_components(self, values: dict[str, int]) -> int:
+        """The scalar packed state of key field values (the inverse of components_of_scalar)."""
         L = self.layout
         cache = self.__dict__.setdefault("_to_scalar", ({}, {}))
         packed_of, bits_of = cache
-        state = nid << L.f_next_id.shift | qisr << L.f_quorum_isr.shift
+        state = values["nid"] << L.f_next_id.shift | values["qisr"] << L.f_quorum_isr.shift
+        rq = values["rq"]
         bits = bits_of.get(rq)
         if bits is None:
             bits = bits_of[rq] = self._scalar_requests(rq)
         state |= bits
-        for sh, local in zip(L.local_shift, locs):
-            packed = packed_of.get(local)
+        for r, sh in enumerate(L.local_shift):
+            key = (values[f"local{r}"], values.get(f"life{r}", 0), values.get(f"since{r}", 0))
+            packed = packed_of.get(key)
             if packed is None:
-                packed = packed_of[local] = self._scalar_local(local)
+                packed = packed_of[key] = self._scalar_local(*key)
             state |= packed << sh
+        for name, f in self.shared.items():
+            state |= values[name] << f.shift
         return state
 
     def _scalar_requests(self, rq: int) -> int:
@@ -402,9 +431,9 @@ class CoreTables:
             bits |= L.slot_value(ld, isr) << L.f_slots[e].shift
         return bits
 
-    def _scalar_local(self, local: int) -> int:
+    def _scalar_local(self, local: int, life: int, since: int) -> int:
         L = self.layout
         lh, m = divmod(local, self.n_meta)
         lg, hw = divmod(lh, self.ls1)
         e, ld, isr = self.metas[m]
-        return L.log_index[self.logs[lg]] << L.meta_bits | L.meta_of(hw, e, ld, isr)
+        return L.log_index[self.logs[lg]] << L.meta_bits | L.meta_of(hw, e, ld, isr, life, since - 1)

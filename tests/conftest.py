@@ -8,8 +8,8 @@ from isrcheck.properties import select
 
 
 def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", workers: int | None = None, **options):
-    """BFS on a configuration; the vector kernel runs where it applies (the core), else scalar
-    (in ``workers`` processes when given: the long Kafka runs use both cores)."""
+    """BFS on a configuration, on the vector kernel unless told otherwise (``workers``:
+    threads for the vector kernel, processes for the scalar one)."""
     model = ReplicationModel(config)
     props = select(config, properties)
     return BfsEngine(kernel=kernel, workers=workers).check(model, props, CheckOptions(**options))

@@ -138,24 +138,37 @@ def test_batch_predicates_agree_with_the_scalar_ones_on_every_rf2_state(rf2):
         assert kernel.predicate(prop.name)(comps).tolist() == [scalar(s) for s in states], prop.name
 
 
-@pytest.mark.parametrize("config", [RF2["kip-101"], ModelConfig(rf=3, protocol="kip-279", core=True)],
-                         ids=["rf2", "rf3"])
+def random_keys(kernel: VectorKernel, n: int, seed: int = 7) -> np.ndarray:
+    """Keys of n random representable states: every field uniform over its table's range."""
+    T = kernel.T
+    rng = np.random.default_rng(seed)
+    top = {"nid": T.max_records + 1, "qisr": T.n_isr, "rq": T.n_rq, "life": T.n_life, "since": T.n_since}
+    values = {}
+    for f in T.fields:
+        name = f.name.rstrip("0123456789")
+        bound = T.n_local if name == "local" else top.get(name, f.mask + 1)
+        values[f.name] = rng.integers(0, bound, n)
+    return kernel.encode(values)
+
+
+@pytest.mark.parametrize("config", [RF2["kip-101"], ModelConfig(rf=3, protocol="kip-279", core=True),
+                                    ModelConfig(rf=3, min_isr=2, acks="1", disk_loss=1, unclean_election=True),
+                                    ModelConfig(rf=2, protocol="kip-101", crashes=2)],
+                         ids=["rf2", "rf3", "kafka-rf3", "kafka-rf2-kip101"])
 def test_batch_predicates_agree_on_arbitrary_representable_states(config):
     """Random component values, reachable or not: leader-in-isr fails only off the reachable space."""
     model = ReplicationModel(config)
     kernel = kernel_for(model)
-    T = kernel.T
-    rng = np.random.default_rng(7)
     n = 4000
-    locs = [rng.integers(0, T.n_local, n) for _ in range(T.rf)]
-    keys = kernel.encode(locs, rng.integers(0, T.max_records + 1, n), rng.integers(0, T.n_isr, n),
-                         rng.integers(0, T.n_rq, n))
+    keys = random_keys(kernel, n)
     states = kernel.scalars_of_keys(keys)
+    assert (kernel.keys_of_scalars(states) == keys).all()
     comps = kernel.components(keys)
     for prop in select(config):
         batch = kernel.predicate(prop.name)(comps)
         assert batch.tolist() == [prop.reference(model.decode(s)) for s in states], prop.name
-        assert not batch.all(), f"{prop.name} never fails on {n} arbitrary states: the test is too weak"
+        assert batch.tolist() == [prop.compile(model)(s) for s in states], prop.name
+        assert batch.any() and not batch.all(), f"{prop.name} is constant on {n} arbitrary states: the test is too weak"
 
 
 def test_canonical_form_is_the_same_for_every_relabelling_and_orbits_match_the_scalar_ones():
@@ -282,9 +295,9 @@ def test_a_stop_request_ends_the_run_incomplete_with_what_was_explored():
 
 def test_the_vector_kernel_falls_back_to_scalar_where_it_does_not_apply(tmp_path):
     engine = BfsEngine()
-    kafka = ModelConfig(rf=2, max_records=1, crashes=0)
-    result = engine.check(ReplicationModel(kafka), select(kafka), CheckOptions(max_depth=4))
-    assert result.kernel == "scalar" and "core" in result.kernel_note
+    wide = ModelConfig(rf=6, core=True)
+    result = engine.check(ReplicationModel(wide), select(wide), CheckOptions(max_depth=3))
+    assert result.kernel == "scalar" and "bits" in result.kernel_note
     core = RF2["kip-320"]
     result = engine.check(ReplicationModel(core), select(core), CheckOptions(), checkpoint=lambda st: None)
     assert result.kernel == "scalar" and "checkpoint" in result.kernel_note

@@ -206,8 +206,8 @@ def test_a_violation_found_on_the_vector_kernel_has_the_bfs_length_and_replays_o
 
 @spark_test
 def test_where_the_vector_kernel_does_not_apply_spark_runs_scalar_and_says_why():
-    result = run_spark(ModelConfig(rf=2, acks="1"), partitions=2, max_depth=3)
-    assert result.kernel == "scalar" and "core machine" in result.kernel_note
+    result = run_spark(ModelConfig(rf=6, core=True), partitions=2, max_depth=3)
+    assert result.kernel == "scalar" and "bits" in result.kernel_note
 
 
 def test_check_model_passes_kernel_to_the_spark_engine_and_refuses_it_for_z3(tmp_path):

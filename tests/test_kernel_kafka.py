@@ -1,0 +1,121 @@
+"""The vector kernel's Kafka model agrees with the scalar model it is built from.
+
+As for the core machine (``test_kernel.py``): every successor with its action, every key
+conversion and every predicate on whole rf 2 spaces with each feature on; the first
+levels of rf 3 spaces; symmetry against the scalar relabelling; and both BFS kernels
+on the published losses and on full spaces (counts, depths, verdicts, shortest trace
+lengths, traces that replay).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from isrcheck.checker import BfsEngine, CheckOptions
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.kernel import kernel_for
+from isrcheck.properties import select
+from isrcheck.traces import replay, trace_from_path
+
+from .test_kernel import scalar_levels, successor_triples, vector_levels
+
+KAFKA_RF2 = {
+    "kip320-acks-all": ModelConfig(rf=2, max_records=1),
+    "kip101-acks1-unclean-disk-loss": ModelConfig(
+        rf=2, max_records=1, protocol="kip-101", acks="1", crashes=2, disk_loss=1, unclean_election=True
+    ),
+    "hw-truncation-min-isr-2": ModelConfig(rf=2, max_records=1, protocol="hw-truncation", min_isr=2),
+    "kip279-acks0-no-consumer-unclean": ModelConfig(
+        rf=2, max_records=1, protocol="kip-279", acks="0", consumer=False, unclean_election=True
+    ),
+    "kip320-two-records-unclean": ModelConfig(rf=2, min_isr=2, unclean_election=True),
+}
+
+
+@pytest.fixture(scope="module", params=list(KAFKA_RF2))
+def rf2(request):
+    model = ReplicationModel(KAFKA_RF2[request.param])
+    levels = scalar_levels(model)
+    return model, kernel_for(model), levels, sorted(set().union(*levels))
+
+
+def test_every_successor_and_action_of_every_state_agrees(rf2):
+    model, kernel, _, states = rf2
+    assert len(states) > 1_000
+    vector, scalar = successor_triples(model, kernel, states)
+    assert vector == scalar
+
+
+def test_key_conversions_are_exact_inverses(rf2):
+    _, kernel, _, states = rf2
+    keys = kernel.keys_of_scalars(states)
+    assert kernel.scalars_of_keys(keys) == states
+    assert len({kernel.int_of_key(k) for k in keys.T}) == len(states)
+
+
+def test_batch_predicates_agree_with_the_scalar_ones_on_every_state(rf2):
+    model, kernel, _, states = rf2
+    comps = kernel.components(kernel.keys_of_scalars(states))
+    for prop in select(model.config):
+        assert kernel.predicate(prop.name)(comps).tolist() == [prop.compile(model)(s) for s in states], prop.name
+
+
+def test_the_vector_search_reaches_the_scalar_levels(rf2):
+    model, _, levels, _ = rf2
+    _, vector = vector_levels(model)
+    assert vector == levels
+
+
+RF3 = [ModelConfig(rf=3, min_isr=2), ModelConfig(rf=3, acks="1", crashes=2, disk_loss=1, unclean_election=True)]
+
+
+@pytest.mark.parametrize("config", RF3, ids=["main-job", "acks1-unclean-disk-loss"])
+def test_successors_and_canonical_forms_agree_on_the_first_rf3_levels(config):
+    model = ReplicationModel(config)
+    kernel = kernel_for(model)
+    states = sorted(set().union(*scalar_levels(model, max_levels=9 if config.crashes == 1 else 8)))
+    assert len(states) > 3_000
+    vector, scalar = successor_triples(model, kernel, states)
+    assert vector == scalar
+    sample = states[::5]
+    sym = model.symmetry
+    canon = kernel.canonical(kernel.keys_of_scalars(sample))
+    for perm in sym.perms[1:]:
+        relabelled = kernel.keys_of_scalars([sym.relabel(s, perm) for s in sample])
+        assert (kernel.canonical(relabelled) == canon).all()
+    assert kernel.orbit_sizes(kernel.keys_of_scalars(sample)).tolist() == [sym.orbit_size(s) for s in sample]
+
+
+ENGINES = [  # (config, properties, options)
+    (KAFKA_RF2["kip320-two-records-unclean"], None, dict(explore_all=True)),
+    (KAFKA_RF2["kip320-two-records-unclean"], None, dict(explore_all=True, symmetry=True)),
+    (ModelConfig(rf=3, min_isr=2, max_records=1, disk_loss=1), None, dict(explore_all=True, symmetry=True)),
+    (ModelConfig(rf=3, min_isr=2, crashes=0, unclean_election=True), ["committed-survive"], dict(symmetry=True)),
+    (ModelConfig(rf=3, min_isr=1, acks="1"), ["acked-survive"], dict(symmetry=True)),
+    (ModelConfig(rf=3, min_isr=2, protocol="hw-truncation"), ["committed-survive"], {}),
+    (ModelConfig(rf=3, min_isr=2, disk_loss=1), ["committed-survive", "strong-isr"], dict(symmetry=True)),
+    (ModelConfig(rf=3, min_isr=2, protocol="kip-101", max_records=1), None, dict(symmetry=True)),
+]
+
+
+@pytest.mark.parametrize("config,properties,options", ENGINES, ids=lambda x: getattr(x, "summary", lambda: None)())
+def test_scalar_and_vector_kernels_agree_on_counts_depths_verdicts_and_trace_lengths(config, properties, options):
+    model = ReplicationModel(config)
+    props = select(config, properties)
+    results = {}
+    for kernel in ("scalar", "vector"):
+        result = BfsEngine(kernel=kernel).check(model, props, CheckOptions(**options))
+        assert result.kernel == kernel, result.kernel_note
+        results[kernel] = result
+        for p in result.properties:
+            if p.path is not None:
+                replay(trace_from_path(model, p.path.states, p.path.actions, p.name, p.expectation))
+    scalar, vector = results["scalar"], results["vector"]
+    verdicts = {k: [(p.name, p.status, p.trace_length) for p in r.properties] for k, r in results.items()}
+    assert verdicts["vector"] == verdicts["scalar"]
+    assert vector.stats.depth == scalar.stats.depth
+    if scalar.exhausted:  # a search that stops early stops inside its last level on the scalar kernel only
+        counts = {k: (r.stats.states, r.stats.generated, r.stats.full_states) for k, r in results.items()}
+        assert counts["vector"] == counts["scalar"]
+    if properties:
+        assert any(p.status == "violated" for p in vector.properties), "the published loss is found"
