@@ -22,6 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from .kernel_batch import Components, Expander
+from .kernel_convert import ScalarBridge
 from .kernel_predicates import BatchPredicate, batch_predicate
 from .kernel_tables import CoreTables, KernelDomainError, KernelUnsupported
 from .replication import ReplicationModel
@@ -61,6 +62,7 @@ class VectorKernel:
         self.action_dtype = np.uint8 if len(cat) < 256 else np.uint16
         self.base = cat.base
         self._expander = Expander(T, cat.base, self.action_dtype)
+        self._bridge = ScalarBridge(T)
         self._perm = None
 
     def emission_rank(self) -> np.ndarray:
@@ -120,7 +122,7 @@ class VectorKernel:
 
     def keys_of_scalars(self, states) -> np.ndarray:
         """Keys (words, n) of scalar packed states."""
-        comps = [self.T.components_of_scalar(s) for s in states]
+        comps = [self._bridge.components(s) for s in states]
         return self.encode({f.name: [c[f.name] for c in comps] for f in self.T.fields})
 
     def scalars_of_keys(self, keys: np.ndarray) -> list[int]:
@@ -128,7 +130,7 @@ class VectorKernel:
         c = Components(self.T, keys)
         names = [f.name for f in self.T.fields]
         columns = [c._get(name).tolist() for name in names]
-        to_scalar = self.T.scalar_of_components
+        to_scalar = self._bridge.scalar
         return [to_scalar(dict(zip(names, row))) for row in zip(*columns)]
 
     def keys_of_ints(self, ints: list[int]) -> np.ndarray:
