@@ -43,13 +43,13 @@ from isrcheck.properties import Property
 
 from .bfs import replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import CheckResult, Path, PropertyResult, Stats
+from .result import FINGERPRINT_NOTE, CheckResult, Path, PropertyResult, Stats
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
-# forms, the de-duplication), measured at 0.8 to 1 KB on the Kafka model at rf 3
-CHUNK_BYTES_PER_STATE = 1 << 10
+# forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
+CHUNK_BYTES_PER_STATE = 768
 PARALLEL_MERGE = 1 << 20  # visited-set merges at least this big are split across two threads
 
 
@@ -168,6 +168,7 @@ class VectorSearch:
 
     # ---- one level --------------------------------------------------------------------------
     def _next_level(self, pool: Executor | None, limits: Limits) -> list[_New] | None:
+        self._fit_chunk(limits)
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None:
             futures = [pool.submit(self._expand_chunk, s) for s in starts]
@@ -179,21 +180,24 @@ class VectorSearch:
         for generated, part in results:
             self.generated += generated
             parts.append(part)
-            self.stop = self.observer.should_stop() or limits.exceeded(self._reserve(parts))
+            self.stop = self.observer.should_stop() or limits.exceeded(self._reserve(parts, len(starts)))
             if self.stop:
                 for f in futures:
                     f.cancel()
                 return None
         return parts
 
-    def _reserve(self, parts: list[_New]) -> int:
-        """Memory the search may take before it next looks: the chunks in flight, and
-        storing the level (copies of its new states and of the visited set)."""
+    def _reserve(self, parts: list[_New], chunks: int) -> int:
+        """Memory the search may take before it next looks: the chunks still to run (at most
+        one per worker at a time) or, once they are done, storing the level (a copy of its
+        new states and the merged visited set), whichever is more."""
+        in_flight = min(self.workers, chunks - len(parts)) * self.chunk * CHUNK_BYTES_PER_STATE
         level = sum(a.nbytes for p in parts for a in p if a is not None)
-        return self.workers * self.chunk * CHUNK_BYTES_PER_STATE + 2 * level + self.visited.nbytes
+        return max(in_flight, level + self.visited.nbytes + sum(len(p.fp) for p in parts) * 8)
 
     def _fit_chunk(self, limits: Limits) -> None:
-        """Under a tight memory limit, chunks small enough that their arrays fit the room left."""
+        """Under a tight memory limit, chunks small enough that their arrays fit the room left
+        (looked at before each level; chunks only shrink)."""
         room = limits.memory_room()
         if room is not None:
             fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
@@ -233,7 +237,6 @@ class VectorSearch:
         limits = Limits(opts, started)
         self.pending = [(p.name, kernel.predicate(p.name), p.expectation == "always") for p in self.properties]
         assert all(pred is not None for _, pred, _ in self.pending), "vector_kernel() checks the predicates"
-        self._fit_chunk(limits)
         init = kernel.initial_keys()
         self.generated = n = init.shape[1]
         self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
@@ -328,7 +331,7 @@ class VectorSearch:
         gaps = np.diff(self.visited)
         actual = 1.0 / float(gaps.min()) if len(gaps) else 0.0
         return (
-            f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
+            f"{FINGERPRINT_NOTE}collision probability calculated (optimistic) val = {optimistic:.1E}, "
             f"based on the actual fingerprints val = {actual:.1E}"
         )
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from isrcheck.model import ModelConfig
 
 Status = Literal["holds", "violated", "proved", "unknown"]
+# how a property's note begins when it is the whole search's fingerprint collision estimate
+FINGERPRINT_NOTE = "64-bit fingerprints: "
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from isrcheck.checker.result import FINGERPRINT_NOTE
 from isrcheck.properties import BY_NAME
 from isrcheck.traces.narrate import describe_step, explain_violation
 
@@ -88,9 +89,9 @@ def render_json(outcome: CheckOutcome) -> str:
 
 
 def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str:
-    """The verdict in words; a note that every property shares is left to the caller."""
+    """The verdict in words; ``shared_note``, the search's own, is left to the caller."""
     p = outcome.result.by_name(name)
-    if p.note == shared_note:
+    if shared_note and p.note == shared_note:
         p = replace(p, note="")
     file = outcome.trace_files.get(name)
     saved = f": trace saved to {file}" if file else ""
@@ -118,8 +119,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
-    notes = [p.note for p in r.properties if p.note]
-    shared = notes[0] if len(notes) > 1 and len(set(notes)) == 1 else ""  # said once, below
+    # the fingerprint collision estimate is the whole search's: said once, below the verdicts
+    shared = next((p.note for p in r.properties if p.note.startswith(FINGERPRINT_NOTE)), "")
     for p in r.properties:
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
     if explain:

@@ -157,5 +157,8 @@ class KafkaFamilies:
             if len(rows):
                 loc = c.loc[r][rows]
                 new_loc = T.L_RESTART_LH[loc] * T.n_meta + T.RESTART_META[qep1[rows]]
-                out.emit(rows, B["BrokerRestart"] + r, [(f"local{r}", loc, new_loc),
-                                                        (f"life{r}", c.life[r][rows], np.zeros(len(rows), dtype=np.int64))])
+                none = np.zeros(len(rows), dtype=np.int64)
+                changes = [(f"local{r}", loc, new_loc), (f"life{r}", c.life[r][rows], none)]
+                if has_since:  # a new incarnation leads nothing
+                    changes.append((f"since{r}", c.since[r][rows], none))
+                out.emit(rows, B["BrokerRestart"] + r, changes)

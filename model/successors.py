@@ -312,7 +312,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     t = s + NID_UNIT + ((ng - lg[r]) << (SH[r] + MB))
                     if kafka:
                         if acks_one:
-                            t += (1 << nid) << AK_SH
+                            t |= (1 << nid) << AK_SH  # a set: no carry into the next field
                         t = expose(t, PREFIX_IDS[ng * LS1 + hw[r]], r == qlead and ep[r] == qep)
                     app((A_WRITE + r, t))
 
@@ -346,7 +346,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if code % NE >= since[r] and POP[isr[r]] >= min_isr:
                         # appended during this leadership: its delayed produce completes (with
                         # a smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
-                        t += (1 << (code // NE)) << AK_SH
+                        t |= (1 << (code // NE)) << AK_SH
                 t = expose(t, PREFIX_IDS[lg[r] * LS1 + h + 1], r == qlead and ep[r] == qep)
             app((A_INCHW + r, t))
 

@@ -85,6 +85,19 @@ def test_the_main_job_text_names_every_property_and_the_bounds(tmp_path):
     assert "bounds: max-records 1, log-size 1, max-leader-epoch 2, crashes 1" in proc.stdout
 
 
+def test_a_fingerprinted_search_gives_its_collision_estimate_once_below_the_verdicts(tmp_path):
+    """The main job's keys take two words, so the vector kernel's visited set holds 64-bit
+    fingerprints; the scalar kernel's is exact and has nothing to say."""
+    args = ["--rf", "3", "--min-isr", "2", "--max-depth", "10", "--trace-dir", str(tmp_path)]
+    text = run_cli("check-model", *args).stdout
+    lines = [line for line in text.splitlines() if "collision probability" in line]
+    assert len(lines) == 1 and lines[0].startswith("64-bit fingerprints: "), text
+    assert text.index("holds within bounds") < text.index(lines[0])
+    _, report = run_json(*args)
+    assert all(p["note"] == lines[0] for p in report["properties"])
+    assert "collision" not in run_cli("check-model", *args, "--kernel", "scalar").stdout
+
+
 def test_max_depth_bounds_the_search_and_the_verdict_says_so(tmp_path):
     code, report = run_json("--core", "--protocol", "hw-truncation", "--rf", "2", "--max-depth", "8",
                             "--property", "weak-isr", "--trace-dir", str(tmp_path))

@@ -13,11 +13,11 @@ import pytest
 
 from isrcheck.checker import BfsEngine, CheckOptions
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.kernel import kernel_for
+from isrcheck.model.kernel import KernelDomainError, kernel_for
 from isrcheck.properties import select
 from isrcheck.traces import replay, trace_from_path
 
-from .test_kernel import scalar_levels, successor_triples, vector_levels
+from .test_kernel import random_keys, scalar_levels, successor_triples, vector_levels
 
 KAFKA_RF2 = {
     "kip320-acks-all": ModelConfig(rf=2, max_records=1),
@@ -119,3 +119,31 @@ def test_scalar_and_vector_kernels_agree_on_counts_depths_verdicts_and_trace_len
         assert counts["vector"] == counts["scalar"]
     if properties:
         assert any(p.status == "violated" for p in vector.properties), "the published loss is found"
+
+
+RANDOM = [
+    ModelConfig(rf=3, min_isr=2),
+    ModelConfig(rf=2, protocol="kip-101", acks="1", crashes=2, disk_loss=1, unclean_election=True),
+    ModelConfig(rf=2, protocol="hw-truncation", min_isr=2, crashes=2, consumer=False, max_leader_epoch=1),
+    ModelConfig(rf=2, protocol="kip-279", acks="0", crashes=1, log_size=3, unclean_election=True),
+]
+
+
+@pytest.mark.parametrize("config", RANDOM, ids=lambda c: c.summary())
+def test_successors_agree_on_arbitrary_representable_states(config):
+    """Reachable or not (a leader whose record is already acknowledged, a crashed broker that
+    still remembers leading): each state's successors, one state at a time. The vector kernel
+    refuses a state whose enabled action leaves its tables (``KernelDomainError``): such states
+    are off the reachable space by the tables' invariants, and are skipped."""
+    model = ReplicationModel(config)
+    kernel = kernel_for(model)
+    keys = random_keys(kernel, 800, seed=3)
+    compared = 0
+    for i, state in enumerate(kernel.scalars_of_keys(keys)):
+        try:
+            succ, _, actions = kernel.expand(keys[:, i : i + 1])
+        except KernelDomainError:
+            continue
+        assert sorted(zip(actions.tolist(), kernel.scalars_of_keys(succ))) == sorted(model.successors(state))
+        compared += 1
+    assert compared > 400
