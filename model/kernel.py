@@ -24,7 +24,8 @@ import numpy as np
 from .kernel_batch import Components, Expander
 from .kernel_convert import ScalarBridge
 from .kernel_predicates import BatchPredicate, batch_predicate
-from .kernel_tables import CoreTables, KernelDomainError, KernelUnsupported
+from .kernel_keys import KernelDomainError, KernelUnsupported
+from .kernel_tables import CoreTables
 from .replication import ReplicationModel
 
 __all__ = ["Components", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
@@ -102,12 +103,7 @@ class VectorKernel:
     # ---- keys ---------------------------------------------------------------------------
     def encode(self, values: dict) -> np.ndarray:
         """Keys (words, n) from an array (or list) of values per key field."""
-        T = self.T
-        n = len(values["nid"])
-        keys = np.zeros((self.words, n), dtype=U64)
-        for f in T.fields:
-            keys[f.word] |= np.asarray(values[f.name]).astype(U64) << U64(f.shift)
-        return keys
+        return self.T.codec.encode(values, len(values["nid"]))
 
     def initial_keys(self) -> np.ndarray:
         return self.keys_of_scalars(self.model.init_states())
@@ -123,12 +119,12 @@ class VectorKernel:
     def keys_of_scalars(self, states) -> np.ndarray:
         """Keys (words, n) of scalar packed states."""
         comps = [self._bridge.components(s) for s in states]
-        return self.encode({f.name: [c[f.name] for c in comps] for f in self.T.fields})
+        return self.encode({name: np.array([c[name] for c in comps], dtype=np.int64) for name in self.T.names})
 
     def scalars_of_keys(self, keys: np.ndarray) -> list[int]:
         """The scalar packed states of keys (words, n)."""
         c = Components(self.T, keys)
-        names = [f.name for f in self.T.fields]
+        names = self.T.names
         columns = [c._get(name).tolist() for name in names]
         to_scalar = self._bridge.scalar
         return [to_scalar(dict(zip(names, row))) for row in zip(*columns)]
@@ -191,42 +187,10 @@ class VectorKernel:
 
     def images(self, keys: np.ndarray) -> Iterator[np.ndarray]:
         """The keys relabelled by every permutation of the brokers (the identity first), one
-        at a time. Only the fields that name brokers are rewritten; the others (record ids,
-        counters, histories) are copied as they are, bits and all."""
+        at a time. Only the components that name brokers change (``kernel_keys.py``)."""
         T = self.T
-        perms, local_t, isr_t, rq_t = self._perms()
-        c = Components(T, keys)
-        field = T.field
-        moved = {f"local{r}" for r in range(T.rf)} | {"qisr", "rq"}
-        moved |= {f"{name}{r}" for name in T.replica_fields for r in range(T.rf)}
-        kept = np.zeros(self.words, dtype=U64)
-        for f in T.fields:
-            if f.name not in moved:
-                kept[f.word] |= U64(f.mask << f.shift)
-        fixed = keys & kept[:, None]
-
-        def small(name: str) -> np.ndarray:  # a field's values, in a quarter of int64's memory
-            return c._get(name).astype(np.int32 if field[name].bits > 8 else np.uint8)
-
-        loc = [small(f"local{r}") for r in range(T.rf)]
-        qisr, rq = small("qisr"), small("rq")
-        per_replica = [(name, [small(f"{name}{r}") for r in range(T.rf)]) for name in T.replica_fields]
         yield keys
-        for k in range(1, len(perms)):
-            p = perms[k]
-            out = fixed.copy()
-
-            def put(name: str, values: np.ndarray) -> None:
-                f = field[name]
-                out[f.word] |= values.astype(U64) << U64(f.shift)
-
-            put("qisr", isr_t[k][qisr])
-            put("rq", rq_t[k][rq])
-            for i in range(T.rf):
-                put(f"local{p[i]}", local_t[k][loc[i]])
-                for name, arrays in per_replica:
-                    put(f"{name}{p[i]}", arrays[i])
-            yield out
+        yield from T.codec.images(keys, Components(T, keys), self._perms(), T.rf, T.replica_fields)
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
         """The smallest relabelling of each key: one representative per orbit (exact reduction).

@@ -20,7 +20,8 @@ import numpy as np
 
 from .config import Revision
 from .kernel_kafka import KafkaFamilies, add_kafka_tables
-from .kernel_tables import DISABLED, UNREPRESENTABLE, CoreTables, KernelDomainError
+from .kernel_keys import KernelDomainError
+from .kernel_tables import DISABLED, UNREPRESENTABLE, CoreTables
 
 U64 = np.uint64
 
@@ -48,14 +49,15 @@ class Components:
 
     def __init__(self, T: CoreTables, keys: np.ndarray) -> None:
         self.T = T
-        self.words = keys.view(np.int64)
+        self.keys = keys
+        self._decoded: dict = {}  # the codec's own: a replica's slot, read once for its components
 
     def _zeros(self) -> np.ndarray:
-        return np.zeros(self.words.shape[1], dtype=np.int64)
+        return np.zeros(self.keys.shape[1], dtype=np.int64)
 
     def _get(self, name: str) -> np.ndarray:
-        f = self.T.field[name]
-        return (self.words[f.word] >> f.shift) & f.mask
+        """One component's values (int64), as the key codec reads them."""
+        return self.T.codec.get(self.keys, name, self._decoded)
 
     def __getattr__(self, name: str) -> Any:
         T = self.T
@@ -63,8 +65,8 @@ class Components:
         if name == "loc":
             value = [self._get(f"local{r}") for r in range(T.rf)]
         elif name in ("life", "since"):  # the Kafka model's per-replica fields (0 where not kept)
-            value = [self._get(f"{name}{r}") if f"{name}{r}" in T.field else self._zeros() for r in range(T.rf)]
-        elif name in T.field:
+            value = [self._get(f"{name}{r}") if f"{name}{r}" in T.bound else self._zeros() for r in range(T.rf)]
+        elif name in T.bound:
             value = self._get(name)
         elif name in self.SHARED:
             value = self._zeros()
@@ -84,9 +86,9 @@ class Components:
 class _Out:
     """Successor chunks: keys, parent rows and action indices, concatenated at the end."""
 
-    def __init__(self, keys: np.ndarray, fields: dict) -> None:
+    def __init__(self, keys: np.ndarray, codec) -> None:
         self.keys = keys
-        self.fields = fields
+        self.codec = codec
         self.parts: list[tuple[np.ndarray, np.ndarray, int]] = []
 
     def emit(self, rows: np.ndarray, action: int, changes: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
@@ -96,8 +98,7 @@ class _Out:
         for name, old, value in changes:
             if (value < 0).any():
                 raise KernelDomainError(f"an enabled action (index {action}) leaves the kernel's tables in {name}")
-            f = self.fields[name]
-            new[f.word] ^= ((old ^ value).astype(U64)) << U64(f.shift)
+        self.codec.update(new, changes)
         self.parts.append((new, rows, action))
 
     def result(self, words: int, action_dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,7 +125,7 @@ class Expander(KafkaFamilies):
     def expand(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every successor of every state: (keys (words, m), parent row (int64), action index)."""
         c = Components(self.T, keys)
-        out = _Out(keys, self.T.field)
+        out = _Out(keys, self.T.codec)
         if self.kafka:
             self._kafka_controller(c, out)
         else:
@@ -183,7 +184,7 @@ class Expander(KafkaFamilies):
         fenced = T.revision is Revision.KIP_320
         kafka = self.kafka
         leader_needs_answer = kafka and T.revision is not Revision.HW_TRUNCATION
-        track_since = "since0" in T.field
+        track_since = "since0" in T.bound
         oldest = np.minimum.reduce(c.ep) if rf > 1 else c.ep[0]
         for e in range(nep1):
             act = np.flatnonzero((c.nle > e) & (oldest < e))

@@ -58,7 +58,7 @@ class KafkaFamilies:
         """Record ids now below a believed leader's HWM: readable by some consumer, and
         committed when that leader is the true leader (the history fields)."""
         T = self.T
-        if "readable" in T.field:
+        if "readable" in T.bound:
             old = c.readable[rows]
             changes.append(("readable", old, old | ids))
         old = c.committed[rows]
@@ -125,7 +125,7 @@ class KafkaFamilies:
         cfg = T.layout.config
         if not cfg.crashes:
             return
-        has_since = "since0" in T.field
+        has_since = "since0" in T.bound
         room = c.crashes < cfg.crashes
         disk_room = room & (c.disk < cfg.disk_loss)
         qep1 = c.nle.astype(np.int64)  # quorum epoch + 1

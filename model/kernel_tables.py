@@ -26,69 +26,33 @@ core machine, not a guess:
   with an epoch names a real leader (requests without a leader are never applied),
   but for a restarted Kafka broker: fenced at an epoch, no leader, no ISR;
 * a believed leader is in its own cached ISR, and a request's leader is in the
-  request's ISR (every ISR change keeps the leader; elections pick an ISR member).
+  request's ISR (every ISR change keeps the leader; elections pick an ISR member);
+* in the Kafka model's keys, a replica's HWM is within its log (every step that moves
+  either keeps it so), a leadership start needs a leader and is no later than the
+  replica's epoch, and a crashed broker keeps only its log and HWM.
 
 Transitions that would leave these tables yield ``UNREPRESENTABLE``; the kernel
 raises ``KernelDomainError`` if an enabled action ever produces one, so an
 exclusion that stopped holding (a changed model) fails loudly, never silently.
 
-The key packs the fields low bits first into 64-bit words without splitting a
-field across words: one word when they fit (exact keys), else two (the engine then
-de-duplicates by 64-bit fingerprints and reports the collision probability).
+``kernel_keys.py`` packs the components into keys: one word when they fit (exact
+keys), else two (the engine then de-duplicates by 64-bit fingerprints and reports the
+collision probability).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import permutations
 import numpy as np
 
 from .config import Revision
+from .kernel_keys import BitFields, KernelUnsupported, MixedRadix
 from .layout import NONE, Layout
 from .successors import first_nonmatching_offset, kip101_lookup
 
 MAX_TABLE_BYTES = 256 << 20  # tables beyond this are not worth building (the state space would be huge)
 DISABLED = -1  # the action is not enabled by this component's value
 UNREPRESENTABLE = -2  # the result lies outside the tables: an invariant was broken
-MAX_WORDS = 2
-
-
-class KernelUnsupported(ValueError):
-    """The vector kernel cannot run this configuration; the message says why (one line)."""
-
-
-class KernelDomainError(AssertionError):
-    """An enabled action produced a value outside the kernel's tables (a kernel or model bug)."""
-
-
-@dataclass(frozen=True, slots=True)
-class KeyField:
-    name: str
-    word: int
-    shift: int
-    bits: int
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.bits) - 1
-
-
-def _bits(max_value: int) -> int:
-    return max(1, int(max_value).bit_length())
-
-
-def pack_fields(widths: list[tuple[str, int]]) -> list[KeyField]:
-    """Assign fields to 64-bit words in order, never splitting one; KernelUnsupported past MAX_WORDS."""
-    fields, word, shift = [], 0, 0
-    for name, bits in widths:
-        if shift + bits > 64:
-            word, shift = word + 1, 0
-        fields.append(KeyField(name, word, shift, bits))
-        shift += bits
-    if word >= MAX_WORDS:
-        total = sum(b for _, b in widths)
-        raise KernelUnsupported(f"a state needs {total} bits, more than the vector kernel's {64 * MAX_WORDS}")
-    return fields
 
 
 class CoreTables:
@@ -150,20 +114,50 @@ class CoreTables:
                   "acked": L.f_acked if kafka and cfg.acks != "0" else None,
                   "committed": L.f_committed, "readable": L.f_readable}
         self.shared = {name: f for name, f in shared.items() if f is not None}
-        self.fields = pack_fields(
-            [(f"local{r}", _bits(n_local - 1)) for r in range(rf)]
-            + [(f"{name}{r}", _bits(n - 1)) for r in range(rf) for name, n in
-               (("life", self.n_life), ("since", self.n_since)) if n > 1]
-            + [("nid", _bits(mr)), ("qisr", rf), ("rq", _bits(n_rq - 1))]
-            + [(name, f.bits) for name, f in self.shared.items()]
-        )
-        self.field = {f.name: f for f in self.fields}
-        self.words = self.fields[-1].word + 1
-        self.key_bits = sum(f.bits for f in self.fields)
+        # every component and its number of values, in key order
+        self.bound = {f"local{r}": n_local for r in range(rf)}
+        self.bound |= {f"{name}{r}": n for r in range(rf) for name, n in
+                       (("life", self.n_life), ("since", self.n_since)) if n > 1}
+        self.bound |= {"nid": mr + 1, "qisr": n_isr, "rq": n_rq}
+        shared_bound = {"crashes": cfg.crashes + 1, "disk": cfg.disk_loss + 1}
+        self.bound |= {name: shared_bound.get(name, 1 << mr) for name in self.shared}
+        self.names = list(self.bound)
 
         self._local_tables(L)
         self._request_tables()
         self._pair_tables(L)
+        self.codec = self._codec()
+        self.words = self.codec.words
+        self.key_bits = self.codec.bits
+
+    def _codec(self) -> BitFields | MixedRadix:
+        """The Kafka model's keys in one mixed-radix word where they fit, else bit fields
+        (the core machine's keys are bit fields: one word at rf 3)."""
+        if self.kafka:
+            try:
+                return MixedRadix(self.bound, self.replica_combinations(), self.rf)
+            except KernelUnsupported:
+                pass
+        return BitFields(self.bound)
+
+    def replica_combinations(self) -> np.ndarray:
+        """Every (local, life, since + 1) a replica can be in, shape (n, 3): its HWM within its
+        log, a leadership start only with a leader and no later than its epoch, and, once
+        crashed, nothing but its log and HWM on disk."""
+        out = []
+        ls1, n_meta = self.ls1, self.n_meta
+        for local in range(self.n_local):
+            lh, m = divmod(local, n_meta)
+            lg, hw = divmod(lh, ls1)
+            if hw > len(self.logs[lg]):
+                continue
+            e, ld, _ = self.metas[m]
+            out.append((local, 0, 0))
+            if self.n_since > 1 and ld >= 0:
+                out.extend((local, 0, since) for since in range(1, e + 2))
+            if m == 0:
+                out.extend((local, life, 0) for life in range(1, self.n_life))
+        return np.array(out, dtype=np.int64)
 
     # ---- per-local tables ----------------------------------------------------------------
     def _local_tables(self, L: Layout) -> None:

@@ -86,9 +86,9 @@ def test_the_main_job_text_names_every_property_and_the_bounds(tmp_path):
 
 
 def test_a_fingerprinted_search_gives_its_collision_estimate_once_below_the_verdicts(tmp_path):
-    """The main job's keys take two words, so the vector kernel's visited set holds 64-bit
-    fingerprints; the scalar kernel's is exact and has nothing to say."""
-    args = ["--rf", "3", "--min-isr", "2", "--max-depth", "10", "--trace-dir", str(tmp_path)]
+    """At rf 4 the Kafka model's keys take two words, so the vector kernel's visited set holds
+    64-bit fingerprints; the scalar kernel's is exact and has nothing to say."""
+    args = ["--rf", "4", "--min-isr", "2", "--max-depth", "8", "--trace-dir", str(tmp_path)]
     text = run_cli("check-model", *args).stdout
     lines = [line for line in text.splitlines() if "collision probability" in line]
     assert len(lines) == 1 and lines[0].startswith("64-bit fingerprints: "), text

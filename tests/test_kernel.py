@@ -139,15 +139,17 @@ def test_batch_predicates_agree_with_the_scalar_ones_on_every_rf2_state(rf2):
 
 
 def random_keys(kernel: VectorKernel, n: int, seed: int = 7) -> np.ndarray:
-    """Keys of n random representable states: every field uniform over its table's range."""
+    """Keys of n random representable states: each replica uniform over the combinations its
+    key can hold, every other component uniform over its range."""
     T = kernel.T
     rng = np.random.default_rng(seed)
-    top = {"nid": T.max_records + 1, "qisr": T.n_isr, "rq": T.n_rq, "life": T.n_life, "since": T.n_since}
-    values = {}
-    for f in T.fields:
-        name = f.name.rstrip("0123456789")
-        bound = T.n_local if name == "local" else top.get(name, f.mask + 1)
-        values[f.name] = rng.integers(0, bound, n)
+    values = {name: rng.integers(0, bound, n) for name, bound in T.bound.items()}
+    combinations = getattr(T.codec, "replicas", None)
+    if combinations is not None:  # a mixed-radix key holds only the combinations that can exist
+        for r in range(T.rf):
+            local, life, since = combinations[rng.integers(0, len(combinations), n)].T
+            values[f"local{r}"] = local
+            values |= {f"{name}{r}": v for name, v in (("life", life), ("since", since)) if f"{name}{r}" in T.bound}
     return kernel.encode(values)
 
 

@@ -147,3 +147,20 @@ def test_successors_agree_on_arbitrary_representable_states(config):
         assert sorted(zip(actions.tolist(), kernel.scalars_of_keys(succ))) == sorted(model.successors(state))
         compared += 1
     assert compared > 400
+
+
+def test_the_main_job_fits_one_exact_word_and_wider_kafka_keys_fall_back_to_bit_fields():
+    main = kernel_for(ReplicationModel(ModelConfig(rf=3, min_isr=2)))
+    assert (type(main.T.codec).__name__, main.words, main.exact, main.T.key_bits) == ("MixedRadix", 1, True, 64)
+    model = ReplicationModel(ModelConfig(rf=4, min_isr=2, acks="1"))
+    kernel = kernel_for(model)
+    assert (type(kernel.T.codec).__name__, kernel.words) == ("BitFields", 2)
+    states = sorted(set().union(*scalar_levels(model, max_levels=6)))
+    assert len(states) > 500
+    assert kernel.scalars_of_keys(kernel.keys_of_scalars(states)) == states
+    vector, scalar = successor_triples(model, kernel, states)
+    assert vector == scalar
+    sym, sample = model.symmetry, states[::7]
+    canon = kernel.canonical(kernel.keys_of_scalars(sample))
+    relabelled = kernel.keys_of_scalars([sym.relabel(s, sym.perms[5]) for s in sample])
+    assert (kernel.canonical(relabelled) == canon).all()
