@@ -22,7 +22,6 @@ reachable state both ways).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
 from typing import Iterator
 
 import numpy as np
@@ -151,6 +150,7 @@ class MixedRadix:
         if total > 1 << 64:
             raise KernelUnsupported(f"a state needs {total.bit_length()} bits in a mixed radix")
         self.bits = (total - 1).bit_length()
+        self._relabelled: np.ndarray | None = None  # built on the first relabelling
 
     def _combined(self, local, life, since):
         return (np.asarray(local) * self.n_life + life) * self.n_since + since
@@ -223,7 +223,7 @@ class MixedRadix:
 
     def _relabelled_slots(self, local_t: np.ndarray) -> np.ndarray:
         """[perm, slot]: the slot of the same replica state with its brokers relabelled."""
-        cached = getattr(self, "_relabelled", None)
+        cached = self._relabelled
         if cached is None:
             local, life, since = self.replicas.T
             cached = self._relabelled = np.stack(
@@ -232,7 +232,3 @@ class MixedRadix:
             assert (cached >= 0).all(), "relabelling keeps a replica's combination valid"
         return cached
 
-
-def every_combination(n_local: int, n_life: int, n_since: int) -> np.ndarray:
-    """All (local, life, since) triples: what ``BitFields`` can represent for one replica."""
-    return np.array(list(product(range(n_local), range(n_life), range(n_since))), dtype=np.int64).reshape(-1, 3)
