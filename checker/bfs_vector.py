@@ -43,7 +43,7 @@ from isrcheck.properties import Property
 
 from .bfs import replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import FINGERPRINT_NOTE, CheckResult, Path, PropertyResult, Stats
+from .result import CheckResult, Path, PropertyResult, Stats
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
@@ -301,6 +301,7 @@ class VectorSearch:
             exhausted=exhausted,
             stop_reason=self.stop,
             symmetry=self.symmetry,
+            search_note=note,
         )
 
     def path_to(self, depth: int, row: int) -> Path:
@@ -331,7 +332,7 @@ class VectorSearch:
         gaps = np.diff(self.visited)
         actual = 1.0 / float(gaps.min()) if len(gaps) else 0.0
         return (
-            f"{FINGERPRINT_NOTE}collision probability calculated (optimistic) val = {optimistic:.1E}, "
+            f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
             f"based on the actual fingerprints val = {actual:.1E}"
         )
 

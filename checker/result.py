@@ -12,8 +12,6 @@ from typing import Any, Literal
 from isrcheck.model import ModelConfig
 
 Status = Literal["holds", "violated", "proved", "unknown"]
-# how a property's note begins when it is the whole search's fingerprint collision estimate
-FINGERPRINT_NOTE = "64-bit fingerprints: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +68,7 @@ class CheckResult:
     kernel_note: str = ""  # why the requested kernel did not run, if it did not
     workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
     replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
+    search_note: str = ""  # what holds for every verdict (a fingerprint collision estimate); also each one's note
 
     def by_name(self, name: str) -> PropertyResult:
         for p in self.properties:

@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from isrcheck.checker.result import FINGERPRINT_NOTE
 from isrcheck.properties import BY_NAME
 from isrcheck.traces.narrate import describe_step, explain_violation
 
@@ -119,8 +118,7 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
-    # the fingerprint collision estimate is the whole search's: said once, below the verdicts
-    shared = next((p.note for p in r.properties if p.note.startswith(FINGERPRINT_NOTE)), "")
+    shared = r.search_note  # the whole search's: said once, below the verdicts
     for p in r.properties:
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
     if explain:

@@ -190,7 +190,7 @@ class VectorKernel:
         at a time. Only the components that name brokers change (``kernel_keys.py``)."""
         T = self.T
         yield keys
-        yield from T.codec.images(keys, Components(T, keys), self._perms(), T.rf, T.replica_fields)
+        yield from T.codec.images(keys, self._perms(), T.rf, T.replica_fields)
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
         """The smallest relabelling of each key: one representative per orbit (exact reduction).

@@ -54,16 +54,15 @@ def add_kafka_tables(T: CoreTables) -> None:
 class KafkaFamilies:
     """The Kafka model's own families, mixed into ``kernel_batch.Expander``."""
 
-    def _expose(self, c, rows: np.ndarray, ids: np.ndarray, true_leader: np.ndarray, changes: list) -> list:
+    def _expose(self, c, rows: np.ndarray, ids: np.ndarray, true_leader: np.ndarray, changes: list) -> None:
         """Record ids now below a believed leader's HWM: readable by some consumer, and
-        committed when that leader is the true leader (the history fields)."""
+        committed when that leader is the true leader (the history fields); added to ``changes``."""
         T = self.T
         if "readable" in T.bound:
             old = c.readable[rows]
             changes.append(("readable", old, old | ids))
         old = c.committed[rows]
         changes.append(("committed", old, np.where(true_leader, old | ids, old)))
-        return changes
 
     def _kafka_controller(self, c, out) -> None:
         """Elect, shrink, fail over and (where allowed) elect uncleanly, in one LeaderAndIsr each."""

@@ -99,8 +99,8 @@ class BitFields:
             f = self.field[name]
             keys[f.word] ^= ((old ^ value).astype(U64)) << U64(f.shift)
 
-    def images(self, keys: np.ndarray, c, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
-        """Keys relabelled by each permutation after the identity; ``c`` decodes keys."""
+    def images(self, keys: np.ndarray, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
+        """Keys relabelled by each permutation after the identity."""
         perms, local_t, isr_t, rq_t = tables
         moved = {f"{name}{r}" for name in ("local", *replica_names) for r in range(rf)} | {"qisr", "rq"}
         kept = np.zeros(self.words, dtype=U64)
@@ -108,7 +108,8 @@ class BitFields:
             if f.name not in moved:
                 kept[f.word] |= U64(f.mask << f.shift)
         fixed = keys & kept[:, None]
-        small = {name: c._get(name).astype(np.int32 if self.field[name].bits > 8 else np.uint8) for name in moved}
+        small = {name: self.get(keys, name, {}).astype(np.int32 if self.field[name].bits > 8 else np.uint8)
+                 for name in moved}
         for k in range(1, len(perms)):
             p = perms[k]
             out = fixed.copy()
@@ -204,7 +205,7 @@ class MixedRadix:
                 raise KernelDomainError(f"replica {r} leaves the kernel's combinations")
             key += (slot.astype(U64) - old_slot.astype(U64)) * U64(self.unit[f"slot{r}"])
 
-    def images(self, keys: np.ndarray, c, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
+    def images(self, keys: np.ndarray, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
         perms, local_t, isr_t, rq_t = tables
         key = keys[0]
         slots = [self._digit(keys, f"slot{r}") for r in range(rf)]

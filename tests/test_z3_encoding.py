@@ -75,14 +75,19 @@ class Relation:
         return found
 
 
+def arbitrary_state(rel: "Relation", config: ModelConfig, data) -> tuple:
+    """A well-formed state drawn by Hypothesis: (readable, packed)."""
+    ps = data.draw(partition_states(config))
+    assume(well_formed(ps))
+    return ps, rel.model.encode(ps)
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_explicit_successor_of_an_arbitrary_state_satisfies_the_symbolic_relation(config, data):
     rel = Relation.of(config)
-    ps = data.draw(partition_states(config))
-    assume(well_formed(ps))
-    s = rel.model.encode(ps)
+    ps, s = arbitrary_state(rel, config, data)
     for action, nxt in rel.model.successors(s):
         assert rel.admits(s, action, nxt), f"T refuses {rel.model.describe(action)} from {ps}"
 
@@ -99,9 +104,7 @@ def test_the_symbolic_successors_of_reachable_states_are_exactly_the_explicit_on
 @given(data=st.data())
 def test_the_symbolic_successors_of_arbitrary_states_are_exactly_the_explicit_ones(config, data):
     rel = Relation.of(config)
-    ps = data.draw(partition_states(config))
-    assume(well_formed(ps))
-    s = rel.model.encode(ps)
+    _, s = arbitrary_state(rel, config, data)
     assert rel.successors(s) == set(rel.model.successors(s))
 
 
