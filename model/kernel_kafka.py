@@ -30,7 +30,9 @@ def add_kafka_tables(T: CoreTables) -> None:
     prefix_ids = np.array([[ids[T.log_index[g[: min(h, len(g))]]] for h in range(ls1)] for g in logs], np.int64)
     T.L_PREFIX_IDS = prefix_ids[T.L_LOG, T.L_HW]
     T.L_LOG_IDS = ids[T.L_LOG]
-    at_hw = np.array([[g[h] if h < len(g) else -1 for h in range(ls1)] for g in logs], dtype=np.int64)[T.L_LOG, T.L_HW]
+    # record code at each offset of each log, -1 past its end: [log, offset]
+    T.LOG_REC_AT = np.array([[g[o] if o < len(g) else -1 for o in range(ls1)] for g in logs], dtype=np.int64)
+    at_hw = T.LOG_REC_AT[T.L_LOG, T.L_HW]
     T.L_HW_ID_BIT = np.where(at_hw >= 0, 1 << np.maximum(at_hw, 0) // ne, 0)
     T.L_HW_REC_EPOCH = np.where(at_hw >= 0, at_hw % ne, NO_EPOCH)
     T.L_ISR_POP = np.array([bin(m).count("1") for m in range(T.n_isr)], dtype=np.int64)[T.L_ISR]

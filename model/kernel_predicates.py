@@ -122,14 +122,13 @@ def _history_in_leader(T: CoreTables, field: str) -> BatchPredicate:
 
 def _leader_failover(T: CoreTables) -> BatchPredicate:
     ne, ls = T.max_epoch + 1, T.log_size
-    rec_at = np.array([[g[o] if o < len(g) else -1 for o in range(ls)] for g in T.logs], dtype=np.int64)
 
     def holds(c: Components) -> np.ndarray:
         has, loc = true_leader(T, c)
         q = c.qlead.astype(np.int64)
         found = np.zeros(len(q), dtype=bool)
         for o in range(ls):
-            code = rec_at[T.L_LOG[loc], o]
+            code = T.LOG_REC_AT[T.L_LOG[loc], o]
             rid, epoch = np.maximum(code, 0) // ne, np.maximum(code, 0) % ne
             writer = T.SLOT_LD[T.RQ_SLOT[c.rq, epoch].astype(np.int64)]
             found |= (code >= 0) & ((c.committed >> rid & 1) != 0) & (writer != q)
