@@ -59,7 +59,7 @@ if p["kernel"] == "vector":
     from isrcheck.properties import select
     kernel = kernel_for(model)  # kept for this configuration: the run below reuses it
     for prop in select(config):
-        kernel.predicate(prop.name)
+        kernel.predicate(prop)
     if p["symmetry"]:
         kernel.supports_symmetry()
 tables = time.perf_counter() - t

@@ -61,9 +61,6 @@ def vector_kernel(
         kernel = kernel_for(model)
     except KernelUnsupported as e:
         return None, str(e)
-    missing = [p.name for p in properties if kernel.predicate(p.name) is None]
-    if missing:
-        return None, f"no batch predicate for {', '.join(missing)}"
     why = kernel.supports_symmetry() if options.symmetry else ""
     return (None, why) if why else (kernel, "")
 
@@ -235,8 +232,7 @@ class VectorSearch:
         opts, observer, kernel = self.options, self.observer, self.kernel
         started = time.monotonic()
         limits = Limits(opts, started)
-        self.pending = [(p.name, kernel.predicate(p.name), p.expectation == "always") for p in self.properties]
-        assert all(pred is not None for _, pred, _ in self.pending), "vector_kernel() checks the predicates"
+        self.pending = [(p.name, kernel.predicate(p), p.expectation == "always") for p in self.properties]
         init = kernel.initial_keys()
         self.generated = n = init.shape[1]
         self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)

@@ -265,7 +265,8 @@ class _SparkSearch:
         return records, sum(payload[1].shape[1] for _, payload in records)
 
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
-        return tasks.Job(self.model.config, self.canonical is not None, self.partitions, pending, self.kernel is not None)
+        return tasks.Job(self.model.protocol.name, self.model.config, self.canonical is not None, self.partitions, pending,
+                         self.kernel is not None)
 
     def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> bool:
         """Compute, cache and checkpoint the next level; False when it has no new state."""

@@ -32,8 +32,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple
 
-from isrcheck.model import ModelConfig, ReplicationModel, fingerprint
-from isrcheck.properties import BY_NAME
+from isrcheck.model import ModelConfig, fingerprint
+from isrcheck.model.machine import model_for, properties_for
 
 NO_PARENT = -1  # the parent of an initial state (packed states are never negative)
 CHUNK = 1 << 16  # states per record: keeps every record far below Spark's block limits
@@ -54,6 +54,7 @@ class Summary(NamedTuple):
 class Job:
     """The small, picklable description of a search that every task receives."""
 
+    protocol: str  # the model's protocol, by name: executors build the model from it and the configuration
     config: ModelConfig
     symmetry: bool
     partitions: int
@@ -68,17 +69,18 @@ class _Kit(NamedTuple):
     predicates: dict[str, tuple[Callable[[int], bool], bool]]
 
 
-_KITS: dict[tuple[ModelConfig, bool], _Kit] = {}  # per Python worker, reused across tasks
+_KITS: dict[tuple[str, ModelConfig, bool], _Kit] = {}  # per Python worker, reused across tasks
 
 
 def _kit(job: Job) -> _Kit:
-    key = (job.config, job.symmetry)
+    key = (job.protocol, job.config, job.symmetry)
     kit = _KITS.get(key)
     if kit is None:
-        model = ReplicationModel(job.config)
+        model = model_for(job.protocol, job.config)
         sym = model.symmetry if job.symmetry else None
         predicates = {
-            name: (prop.compile(model), prop.expectation == "always") for name, prop in BY_NAME.items()
+            name: (prop.compile(model), prop.expectation == "always")
+            for name, prop in properties_for(job.protocol).items()
             if prop.applies(job.config)
         }
         kit = _Kit(

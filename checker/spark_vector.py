@@ -26,9 +26,9 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model import ModelConfig
+from isrcheck.model.machine import model_for, properties_for
 from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys_of_ints
-from isrcheck.properties import BY_NAME
 
 from .spark_tasks import CHUNK, Job, Record, Summary
 
@@ -42,21 +42,19 @@ class _VectorKit(NamedTuple):
     predicates: dict[str, tuple[BatchPredicate, bool]]  # name -> (holds, expected always)
 
 
-_KITS: dict[ModelConfig, _VectorKit] = {}  # per Python worker, reused across tasks
+_KITS: dict[tuple[str, ModelConfig], _VectorKit] = {}  # per Python worker, reused across tasks
 
 
 def _kit(job: Job) -> _VectorKit:
-    kit = _KITS.get(job.config)
+    kit = _KITS.get((job.protocol, job.config))
     if kit is None:
-        kernel = kernel_for(ReplicationModel(job.config))
+        kernel = kernel_for(model_for(job.protocol, job.config))
         kit = _VectorKit(kernel, {})
-        _KITS[job.config] = kit
+        _KITS[(job.protocol, job.config)] = kit
+    catalog = {name: p for name, p in properties_for(job.protocol).items() if p.applies(job.config)}
     for name in job.pending:
         if name not in kit.predicates:
-            pred = kit.kernel.predicate(name)
-            if pred is None:
-                raise KeyError(name)
-            kit.predicates[name] = (pred, BY_NAME[name].expectation == "always")
+            kit.predicates[name] = (kit.kernel.predicate(catalog[name]), catalog[name].expectation == "always")
     return kit
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isrcheck.model import Action, PartitionState
-from isrcheck.traces.narrate import describe_step, fmt_isr, fmt_log
+from isrcheck.model.words import fmt_isr, fmt_log
+from isrcheck.traces.narrate import describe_step
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ from typing import Sequence
 import z3
 
 from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model.kafka import KAFKA
 from isrcheck.model.symbolic import SymbolicModel
-from isrcheck.model.symbolic_state import SymState
+from isrcheck.model.symbolic_space import SymState
 from isrcheck.properties import Property
 from isrcheck.properties.symbolic import goal
 from isrcheck.traces.trace import TraceError, check_packed_replay
@@ -109,7 +110,8 @@ class _Run:
     def __init__(self, engine: Z3Engine, model, properties: list[Property], options: CheckOptions, observer: Observer):
         self.engine = engine
         self.config: ModelConfig = model if isinstance(model, ModelConfig) else model.config
-        self.explicit = model if isinstance(model, ReplicationModel) else None
+        self.explicit = None if isinstance(model, ModelConfig) else model
+        protocol = KAFKA if self.explicit is None else self.explicit.protocol
         self.properties = properties
         self.options = options
         self.observer = observer
@@ -117,8 +119,8 @@ class _Run:
         # BMC of the unbounded mode unrolls runs of at most max_depth states: bounded
         # numbers that no such run can reach encode it exactly; proofs need real Ints.
         unbounded = self.config.unbounded
-        self.sym = SymbolicModel(self.config, horizon=self.max_depth if unbounded else None)
-        self.proof_sym = SymbolicModel(self.config) if unbounded else self.sym
+        self.sym = SymbolicModel(self.config, horizon=self.max_depth if unbounded else None, protocol=protocol)
+        self.proof_sym = SymbolicModel(self.config, protocol=protocol) if unbounded else self.sym
         self.started = time.monotonic()
         self.limits = Limits(options, self.started)
         self.prove_budget = engine.prove_timeout
@@ -152,7 +154,7 @@ class _Run:
         return self.stop
 
     def _lemmas(self, sym: SymbolicModel) -> Lemmas:
-        if not self.engine.lemmas:
+        if not self.engine.lemmas or sym.protocol is not KAFKA:  # the candidates are the Kafka model's
             return NO_LEMMAS
         remaining = self._remaining()
         return houdini(sym, LEMMA_TIMEOUT if remaining is None else min(LEMMA_TIMEOUT, remaining))
@@ -181,7 +183,7 @@ class _Run:
                 path.append(s)
                 steps.append((act, epoch))
             undecided = []
-            violations = {pend.prop.name: goal(pend.prop.name, path[-1]).formula for pend in pending}
+            violations = {pend.prop.name: goal(pend.prop, path[-1]).formula for pend in pending}
             for pend in pending:
                 bmc.push()
                 bmc.add(violations[pend.prop.name])
@@ -277,7 +279,7 @@ class _Induction:
         self.solver = self.sym.space.solver()
         self.states: list[SymState] = []
         self.steps: list[tuple[z3.ArithRef, z3.ArithRef]] = []
-        self.proved: list[str] = []
+        self.proved: list[Property] = []
         self.active = True
         self._add_state()
 
@@ -302,9 +304,9 @@ class _Induction:
         while len(self.states) <= k:
             last = self.states[-1]
             for pend in pending:  # the hypothesis: the property holds in every state but the last
-                self.solver.add(z3.Implies(pend.selector, goal(pend.prop.name, last).safe()))
-            for name in self.proved:
-                self.solver.add(goal(name, last).safe())
+                self.solver.add(z3.Implies(pend.selector, goal(pend.prop, last).safe()))
+            for prop in self.proved:
+                self.solver.add(goal(prop, last).safe())
             self._add_state()
         remaining = []
         for pend in pending:
@@ -314,7 +316,7 @@ class _Induction:
                 remaining.append(pend)
                 continue
             self.solver.push()
-            self.solver.add(goal(pend.prop.name, self.states[k]).formula)
+            self.solver.add(goal(pend.prop, self.states[k]).formula)
             started = time.monotonic()
             verdict = run._check(self.solver, pend.selector, budget=budget)
             run.prove_spent += time.monotonic() - started
@@ -325,7 +327,7 @@ class _Induction:
             if verdict == z3.unsat:
                 pend.proof = self._outcome("proved", k, f"{k}-induction with the simple-path constraint")
                 run._proved(pend, run.results[pend.prop.name])
-                self._add_lemma(pend.prop.name)
+                self._add_lemma(pend.prop)
                 continue
             if verdict == z3.unknown:
                 self._give_up(run._should_stop() or "timeout", pend, k)
@@ -338,7 +340,7 @@ class _Induction:
             "outcome": outcome,
             "k": k,
             "seconds": round(self.run.prove_spent, 3),
-            "assumed": list(self.proved),
+            "assumed": [p.name for p in self.proved],
             "reason": reason,
         }
 
@@ -349,10 +351,10 @@ class _Induction:
         pend.proof = self._outcome("unknown", k, f"{why}{limit} during the {k}-step induction")
         pend.cti = None
 
-    def _add_lemma(self, name: str) -> None:
-        self.proved.append(name)
+    def _add_lemma(self, prop: Property) -> None:
+        self.proved.append(prop)
         for t in self.states:
-            self.solver.add(goal(name, t).safe())
+            self.solver.add(goal(prop, t).safe())
 
     def _counterexample(self, m: z3.ModelRef, k: int) -> InductionCounterexample:
         raw = _decode(self.sym, m, self.states[: k + 1], self.steps[:k])

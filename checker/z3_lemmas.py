@@ -20,7 +20,7 @@ import z3
 
 from isrcheck.model.symbolic import SymbolicModel
 from isrcheck.model.symbolic_lemmas import candidates, referenced_epochs, request_candidates
-from isrcheck.model.symbolic_state import SymState
+from isrcheck.model.symbolic_space import SymState
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class Lemmas:
     def at(self, s: SymState, epochs: list[z3.ArithRef] | None = None) -> list[z3.BoolRef]:
         """The lemmas in state ``s``; with unbounded epochs, the request lemmas at ``epochs``
         and at the epochs that ``s`` refers to."""
+        if not self.kept and not self.kept_requests:
+            return []
         cands = candidates(s)
         return [cands[i][1] for i in self.kept] + self.requests_at(s, referenced_epochs(s) + list(epochs or []))
 

@@ -1,37 +1,35 @@
-"""The vector kernel: successors of a whole array of states at once, with NumPy.
+"""The vector kernel: successors of a whole array of states at once, run from the definitions.
 
-A batch of states is an array of keys (``kernel_tables.py``: one uint64 word per
-state, or two for larger bounds), shape ``(words, n)``. ``expand(keys)``
-(``kernel_batch.py``) returns every successor with its parent's row and its action
-index (the scalar catalogue's), duplicates included, so an engine counts generated
-states as the scalar engine does. Keys convert exactly to and from the scalar
-packed ints, one by one or a batch at a time.
-
-The scalar model (``successors.py``) is the reference: the tests compare the two
-on whole state spaces. The core machine and the Kafka model are both covered
-(``kernel_kafka.py`` adds the Kafka features); ``CoreTables`` raises
-``KernelUnsupported`` where the tables or the key would be too big. Properties have
-batch predicates built from the same tables (``kernel_predicates.py``), and ``canonical`` is the exact symmetry reduction: the smallest key
-among all relabellings of the brokers.
+A batch of states is an array of keys (``kernel_tables.py``, ``kernel_keys.py``),
+shape ``(words, n)``. ``expand(keys)`` runs every action of the protocol on the batch
+with NumPy, from the definitions traced once into expression graphs (``trace.py``,
+``plan.py``): for each action, the guard's conjuncts narrow the rows one after the
+other, and the rows left take the action's updates, which become new keys by changing
+only the components they touch. It returns every successor with
+its parent's row and its action index (duplicates included, so an engine counts
+generated states as the scalar engine does). Properties' batch forms run the same way
+(``predicate``); ``canonical`` is the exact symmetry reduction: the smallest key among
+all relabellings of the brokers. Keys convert exactly to and from the scalar packed
+ints (``kernel_convert.py``). ``KernelUnsupported`` says where the tables or the key
+would be too big.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .kernel_batch import Components, Expander
 from .kernel_convert import ScalarBridge
-from .kernel_predicates import BatchPredicate, batch_predicate
 from .kernel_keys import KernelDomainError, KernelUnsupported
-from .kernel_tables import CoreTables
-from .replication import ReplicationModel
+from .kernel_tables import KernelTables
+from .plan import Batch, Plan, evaluate
 
-__all__ = ["Components", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
+__all__ = ["Batch", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
 
 U64 = np.uint64
 _M64 = (1 << 64) - 1
+BatchPredicate = Callable[[Batch], np.ndarray]
 
 
 def keys_of_ints(ints, words: int) -> np.ndarray:
@@ -51,59 +49,31 @@ def ints_of_keys(keys: np.ndarray) -> list[int]:
 
 
 class VectorKernel:
-    """Batch successors, predicates and canonical forms for one core configuration."""
+    """Batch successors, predicates and canonical forms for one model."""
 
-    def __init__(self, model: ReplicationModel) -> None:
+    def __init__(self, model: Any) -> None:
         self.model = model
-        self.T = T = CoreTables(model.layout)
+        self.T = T = KernelTables(model)
         self.words = T.words
         self.exact = T.words == 1  # one word: the key is the state; two: engines use fingerprints
         cat = model.catalogue
         self.n_actions = len(cat)
         self.action_dtype = np.uint8 if len(cat) < 256 else np.uint16
-        self.base = cat.base
-        self._expander = Expander(T, cat.base, self.action_dtype)
-        self._bridge = ScalarBridge(T)
+        self.plan = Plan(T, cat)
+        self._bridge = ScalarBridge(T, model.layout)
         self._perm = None
 
     def emission_rank(self) -> np.ndarray:
-        """``rank[action]``: where the scalar successor function lists that action among a
-        state's successors. That is catalogue order, except that a state's requests are
-        applied newest first: BecomeLeader by descending epoch, BecomeFollower by descending
-        epoch and then replica. With it the vector BFS keeps the scalar BFS's discovery order
-        and finds the very same traces on the core machine (a test holds this to
-        ``successors.py``). The Kafka model lists its controller's moves first (failover and
-        unclean election right after the shrinks) and a crash beside its disk-loss twin;
-        there the order is the scalar one but for a leaderless shrink, which the scalar
-        function lists after the other shrinks, so traces have the same lengths, and
-        without symmetry the same states, but may be other paths."""
-        cat = self.model.catalogue
-        families = [f for f in ("ControllerElectLeader", "ControllerShrinkIsr", "ControllerFailover",
-                                "ControllerUncleanElect") if f in cat.base]
-        families += [f for f in cat.base if f not in families and f != "BrokerCrashDiskLoss"]
+        """``rank[action]``: where the successor function lists that action among a state's
+        successors (registry order, ``Catalogue.emission_order``). With it the vector BFS
+        keeps the scalar BFS's discovery order and finds the very same traces."""
+        return np.asarray(self.model.catalogue.emission_rank(), dtype=np.int64)
 
-        def order(a: int) -> tuple:
-            action = cat[a]
-            args = action.args
-            if action.name == "BecomeLeader":
-                within: tuple = (-args["epoch"], args["replica"])
-            elif action.name == "BecomeFollower":
-                within = (-args["epoch"], args["replica"], args["leader"])
-            elif action.name in ("BrokerCrash", "BrokerCrashDiskLoss"):
-                return (families.index("BrokerCrash"), (args["replica"], action.name != "BrokerCrash"))
-            else:
-                within = (a,)
-            return (families.index(action.name), within)
-
-        listed = sorted(range(len(cat)), key=order)
-        rank = np.empty(len(cat), dtype=np.int64)
-        rank[listed] = np.arange(len(cat))
-        return rank
-
-    # ---- keys ---------------------------------------------------------------------------
+    # ---- keys -----------------------------------------------------------------------------------
     def encode(self, values: dict) -> np.ndarray:
-        """Keys (words, n) from an array (or list) of values per key field."""
-        return self.T.codec.encode(values, len(values["nid"]))
+        """Keys (words, n) from an array (or list) of values per component."""
+        n = len(next(iter(values.values())))
+        return self.T.codec.encode(values, n)
 
     def initial_keys(self) -> np.ndarray:
         return self.keys_of_scalars(self.model.init_states())
@@ -123,9 +93,9 @@ class VectorKernel:
 
     def scalars_of_keys(self, keys: np.ndarray) -> list[int]:
         """The scalar packed states of keys (words, n)."""
-        c = Components(self.T, keys)
+        b = Batch(self.T, keys)
         names = self.T.names
-        columns = [c._get(name).tolist() for name in names]
+        columns = [b.component(name).tolist() for name in names]
         to_scalar = self._bridge.scalar
         return [to_scalar(dict(zip(names, row))) for row in zip(*columns)]
 
@@ -150,23 +120,24 @@ class VectorKernel:
         h ^= h >> U64(32)
         return h
 
-    # ---- successors -------------------------------------------------------------------------
+    # ---- successors ----------------------------------------------------------------------------------
     def expand(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every successor of every state: (keys (words, m), parent row (int64), action index),
-        duplicates included, in families' order (``kernel_batch.py``)."""
-        return self._expander.expand(keys)
+        duplicates included, action by action (``plan.py``)."""
+        return self.plan.expand(keys, self.action_dtype)
 
-    # ---- properties ---------------------------------------------------------------------------
-    def components(self, keys: np.ndarray) -> Components:
+    # ---- properties -------------------------------------------------------------------------------------
+    def components(self, keys: np.ndarray) -> Batch:
         """The decoded batch that predicates read (decode once, evaluate every property)."""
-        return Components(self.T, keys)
+        return Batch(self.T, keys)
 
-    def predicate(self, name: str) -> BatchPredicate | None:
-        """A batch form of a property's predicate over ``components(keys)`` (True where it
-        holds), or None when the kernel has none for that property."""
-        return batch_predicate(self.T, name)
+    def predicate(self, prop: Any) -> BatchPredicate:
+        """The batch form of a property's definition (``prop.holds``) over ``components(keys)``:
+        True where it holds."""
+        node = self.plan.trace_property(prop.holds)
+        return lambda b: evaluate(self.plan, node, b)
 
-    # ---- symmetry -------------------------------------------------------------------------------
+    # ---- symmetry -----------------------------------------------------------------------------------------
     def _perms(self):
         if self._perm is None:
             self._perm = self.T.permutation_tables()
@@ -188,9 +159,8 @@ class VectorKernel:
     def images(self, keys: np.ndarray) -> Iterator[np.ndarray]:
         """The keys relabelled by every permutation of the brokers (the identity first), one
         at a time. Only the components that name brokers change (``kernel_keys.py``)."""
-        T = self.T
         yield keys
-        yield from T.codec.images(keys, self._perms(), T.rf, T.replica_fields)
+        yield from self.T.codec.images(keys, self._perms(), self.T.rf)
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
         """The smallest relabelling of each key: one representative per orbit (exact reduction).
@@ -223,17 +193,18 @@ class VectorKernel:
         return self.int_of_key(self.canonical(k)[:, 0])
 
 
-_RECENT: dict = {}  # config -> kernel of the last few configurations (tables are built once per process)
+_RECENT: dict = {}  # (protocol, config) -> kernel of the last few configurations (tables built once per process)
 _RECENT_SIZE = 2
 
 
-def kernel_for(model: ReplicationModel) -> VectorKernel:
+def kernel_for(model: Any) -> VectorKernel:
     """The vector kernel of the model's configuration, built once per process and kept for the
     last few configurations: KernelUnsupported if there is none."""
-    kernel = _RECENT.get(model.config)
+    key = (model.protocol.name, model.config)
+    kernel = _RECENT.get(key)
     if kernel is None:
         kernel = VectorKernel(model)
         while len(_RECENT) >= _RECENT_SIZE:
             del _RECENT[next(iter(_RECENT))]
-        _RECENT[model.config] = kernel
+        _RECENT[key] = kernel
     return kernel

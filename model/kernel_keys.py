@@ -1,22 +1,19 @@
 """How the vector kernel packs a state's components into uint64 keys: two codecs.
 
-A state is a few small integers (``kernel_tables.py``: one local per replica, the Kafka
-model's per-replica life and leadership start, the next record id, the quorum ISR, the
-request sequence, the Kafka counters and histories). A codec turns arrays of those into
-keys, reads them back, applies an action's changes to a batch of keys, and relabels keys
-for symmetry:
+A state is a few small integers (``kernel_tables.py``: one slot per replica, one
+component per shared field). A codec turns arrays of those into keys, reads them back,
+applies an action's changes to a batch of keys, and relabels keys for symmetry:
 
 * ``BitFields``: each component a bit field of its own, never split across words; one
-  word when they fit, else two. The core machine's keys.
-* ``MixedRadix``: the whole state one number in a mixed radix, each replica's (local,
-  life, leadership start) taken together among the combinations that can exist. Denser:
-  the Kafka main job needs 74 bits as bit fields and fits one word this way, so its
-  visited set is exact. Every change is an addition of ``(new - old) * unit``, as in the
+  word when they fit, else two. Reading is a shift and a mask.
+* ``MixedRadix``: the whole state one number in a mixed radix. Denser: the Kafka main
+  job needs more than 64 bits as bit fields and fits one word this way, so its visited
+  set stays exact. Every change is an addition of ``(new - old) * unit``, as in the
   scalar model's packed int; uint64 arithmetic wraps, and the sum lands in range.
 
-The Kafka model uses ``MixedRadix`` wherever the product of the radices fits 64 bits,
-``BitFields`` otherwise; both are exact inverses of ``encode`` (the tests convert every
-reachable state both ways).
+``KernelTables`` uses bit fields where they fit one word, else a mixed radix where it
+fits, else bit fields in two words; both are exact inverses of ``encode`` (the tests
+convert every reachable state both ways).
 """
 
 from __future__ import annotations
@@ -54,34 +51,41 @@ def bits_for(max_value: int) -> int:
     return max(1, int(max_value).bit_length())
 
 
-def pack_fields(widths: list[tuple[str, int]]) -> list[KeyField]:
-    """Assign fields to 64-bit words in order, never splitting one; KernelUnsupported past MAX_WORDS."""
-    fields, word, shift = [], 0, 0
-    for name, bits in widths:
-        if shift + bits > 64:
-            word, shift = word + 1, 0
-        fields.append(KeyField(name, word, shift, bits))
-        shift += bits
-    if word >= MAX_WORDS:
-        total = sum(b for _, b in widths)
-        raise KernelUnsupported(f"a state needs {total} bits, more than the vector kernel's {64 * MAX_WORDS}")
-    return fields
-
-
-def _replica_of(name: str) -> tuple[str, int]:
-    """("local", 2) of "local2"; ("nid", -1) of a shared component."""
-    head = name.rstrip("0123456789")
-    return (head, int(name[len(head):])) if head != name else (name, -1)
+def _relabelled(components: dict[str, np.ndarray], tables, k: int, rf: int) -> dict[str, np.ndarray]:
+    """The components relabelled by permutation k: slot i moves to position p[i], relabelled;
+    the shared components that name brokers go through their tables."""
+    perms, slot_t, shared_t = tables
+    p = perms[k]
+    out = dict(components)
+    for i in range(rf):
+        out[f"slot{p[i]}"] = slot_t[k][components[f"slot{i}"]]
+    for name, table in shared_t.items():
+        out[name] = table[k][components[name]]
+    return out
 
 
 class BitFields:
     """Each component its own bit field: ``bounds`` gives each one's number of values, in key order."""
 
     def __init__(self, bounds: dict[str, int]) -> None:
-        self.fields = pack_fields([(name, bits_for(n - 1)) for name, n in bounds.items()])
+        self.fields = self._pack([(name, bits_for(n - 1)) for name, n in bounds.items()])
         self.field = {f.name: f for f in self.fields}
         self.words = self.fields[-1].word + 1
         self.bits = sum(f.bits for f in self.fields)
+
+    @staticmethod
+    def _pack(widths: list[tuple[str, int]]) -> list[KeyField]:
+        """Assign fields to 64-bit words in order, never splitting one; KernelUnsupported past MAX_WORDS."""
+        fields, word, shift = [], 0, 0
+        for name, bits in widths:
+            if shift + bits > 64:
+                word, shift = word + 1, 0
+            fields.append(KeyField(name, word, shift, bits))
+            shift += bits
+        if word >= MAX_WORDS:
+            total = sum(b for _, b in widths)
+            raise KernelUnsupported(f"a state needs {total} bits, more than the vector kernel's {64 * MAX_WORDS}")
+        return fields
 
     def get(self, keys: np.ndarray, name: str, cache: dict) -> np.ndarray:
         f = self.field[name]
@@ -97,139 +101,66 @@ class BitFields:
         """Apply (component, old values, new values) to keys (words, m) in place."""
         for name, old, value in changes:
             f = self.field[name]
-            keys[f.word] ^= ((old ^ value).astype(U64)) << U64(f.shift)
+            keys[f.word] ^= ((np.asarray(old) ^ np.asarray(value)).astype(U64)) << U64(f.shift)
 
-    def images(self, keys: np.ndarray, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
+    def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
         """Keys relabelled by each permutation after the identity."""
-        perms, local_t, isr_t, rq_t = tables
-        moved = {f"{name}{r}" for name in ("local", *replica_names) for r in range(rf)} | {"qisr", "rq"}
+        perms, _, shared_t = tables
+        moved = {f"slot{r}" for r in range(rf)} | set(shared_t)
         kept = np.zeros(self.words, dtype=U64)
         for f in self.fields:
             if f.name not in moved:
                 kept[f.word] |= U64(f.mask << f.shift)
         fixed = keys & kept[:, None]
-        small = {name: self.get(keys, name, {}).astype(np.int32 if self.field[name].bits > 8 else np.uint8)
-                 for name in moved}
+        comps = {name: self.get(keys, name, {}) for name in moved}
         for k in range(1, len(perms)):
-            p = perms[k]
             out = fixed.copy()
-
-            def put(name: str, values: np.ndarray) -> None:
+            for name, values in _relabelled(comps, tables, k, rf).items():
                 f = self.field[name]
                 out[f.word] |= values.astype(U64) << U64(f.shift)
-
-            put("qisr", isr_t[k][small["qisr"]])
-            put("rq", rq_t[k][small["rq"]])
-            for i in range(rf):
-                put(f"local{p[i]}", local_t[k][small[f"local{i}"]])
-                for name in replica_names:
-                    put(f"{name}{p[i]}", small[f"{name}{i}"])
             yield out
 
 
 class MixedRadix:
-    """One word: replica slots (a valid (local, life, since) combination each) and the shared
-    components as digits of one mixed-radix number. KernelUnsupported if it exceeds 64 bits."""
+    """One word: every component a digit of one mixed-radix number, the first the least
+    significant. KernelUnsupported if it exceeds 64 bits."""
 
     words = 1
 
-    def __init__(self, bounds: dict[str, int], replicas: np.ndarray, rf: int) -> None:
-        """``replicas``: every (local, life, since) combination a replica may be in, shape (n, 3)."""
-        self.rf = rf
-        self.n_local, self.n_life, self.n_since = (bounds["local0"], bounds.get("life0", 1), bounds.get("since0", 1))
-        self.replicas = replicas.astype(np.int64)
-        self.slot_of = np.full(self.n_local * self.n_life * self.n_since, -1, dtype=np.int64)
-        self.slot_of[self._combined(*self.replicas.T)] = np.arange(len(replicas))
-        digits = [(f"slot{r}", len(replicas)) for r in range(rf)]
-        digits += [(name, n) for name, n in bounds.items() if _replica_of(name)[1] < 0]
-        self.radix = dict(digits)
+    def __init__(self, bounds: dict[str, int]) -> None:
+        self.radix = dict(bounds)
         self.unit: dict[str, int] = {}
         total = 1
-        for name, n in digits:
+        for name, n in bounds.items():
             self.unit[name] = total
             total *= n
         if total > 1 << 64:
             raise KernelUnsupported(f"a state needs {total.bit_length()} bits in a mixed radix")
         self.bits = (total - 1).bit_length()
-        self._relabelled: np.ndarray | None = None  # built on the first relabelling
-
-    def _combined(self, local, life, since):
-        return (np.asarray(local) * self.n_life + life) * self.n_since + since
-
-    def _digit(self, keys: np.ndarray, name: str) -> np.ndarray:
-        return ((keys[0] // U64(self.unit[name])) % U64(self.radix[name])).astype(np.int64)
 
     def get(self, keys: np.ndarray, name: str, cache: dict) -> np.ndarray:
-        head, r = _replica_of(name)
-        if r < 0:
-            return self._digit(keys, name)
-        slot = cache.get(r)
-        if slot is None:
-            slot = cache[r] = self._digit(keys, f"slot{r}")
-        return self.replicas[slot, ("local", "life", "since").index(head)]
-
-    def slots(self, values: dict, r: int) -> np.ndarray:
-        """The slot of replica r's (local, life, since); -1 where that combination cannot exist."""
-        n = len(values[f"local{r}"])
-        life = values.get(f"life{r}", np.zeros(n, dtype=np.int64))
-        since = values.get(f"since{r}", np.zeros(n, dtype=np.int64))
-        return self.slot_of[self._combined(values[f"local{r}"], life, since)]
+        return ((keys[0] // U64(self.unit[name])) % U64(self.radix[name])).astype(np.int64)
 
     def encode(self, values: dict, n: int) -> np.ndarray:
         key = np.zeros(n, dtype=U64)
-        for r in range(self.rf):
-            slot = self.slots(values, r)
-            if (slot < 0).any():
-                raise ValueError(f"replica {r}: a (local, life, leadership start) combination outside the kernel's tables")
-            key += slot.astype(U64) * U64(self.unit[f"slot{r}"])
         for name in self.radix:
-            if not name.startswith("slot"):
-                key += np.asarray(values[name]).astype(U64) * U64(self.unit[name])
+            key += np.asarray(values[name]).astype(U64) * U64(self.unit[name])
         return key[None, :]
 
     def update(self, keys: np.ndarray, changes: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
         key = keys[0]
-        per_replica: dict[int, dict[str, np.ndarray]] = {}
         for name, old, value in changes:
-            head, r = _replica_of(name)
-            if r < 0:
-                key += (np.asarray(value).astype(U64) - np.asarray(old).astype(U64)) * U64(self.unit[name])
-            else:
-                per_replica.setdefault(r, {})[head] = value
-        for r, new in per_replica.items():
-            old_slot = self._digit(keys, f"slot{r}")
-            current = self.replicas[old_slot]
-            values = {f"{head}{r}": new.get(head, current[:, i]) for i, head in enumerate(("local", "life", "since"))}
-            slot = self.slots(values, r)
-            if (slot < 0).any():
-                raise KernelDomainError(f"replica {r} leaves the kernel's combinations")
-            key += (slot.astype(U64) - old_slot.astype(U64)) * U64(self.unit[f"slot{r}"])
+            key += (np.asarray(value).astype(U64) - np.asarray(old).astype(U64)) * U64(self.unit[name])
 
-    def images(self, keys: np.ndarray, tables, rf: int, replica_names: list[str]) -> Iterator[np.ndarray]:
-        perms, local_t, isr_t, rq_t = tables
-        key = keys[0]
-        slots = [self._digit(keys, f"slot{r}") for r in range(rf)]
-        qisr, rq = self._digit(keys, "qisr"), self._digit(keys, "rq")
-        base = key.copy()
-        for r in range(rf):
-            base -= slots[r].astype(U64) * U64(self.unit[f"slot{r}"])
-        base -= qisr.astype(U64) * U64(self.unit["qisr"]) + rq.astype(U64) * U64(self.unit["rq"])
-        relabelled = self._relabelled_slots(local_t)
+    def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
+        perms, _, shared_t = tables
+        moved = [f"slot{r}" for r in range(rf)] + list(shared_t)
+        comps = {name: self.get(keys, name, {}) for name in moved}
+        base = keys[0].copy()
+        for name in moved:
+            base -= comps[name].astype(U64) * U64(self.unit[name])
         for k in range(1, len(perms)):
-            p = perms[k]
-            out = base + isr_t[k][qisr].astype(U64) * U64(self.unit["qisr"]) + rq_t[k][rq].astype(U64) * U64(self.unit["rq"])
-            for i in range(rf):
-                out += relabelled[k][slots[i]].astype(U64) * U64(self.unit[f"slot{p[i]}"])
+            out = base.copy()
+            for name, values in _relabelled(comps, tables, k, rf).items():
+                out += values.astype(U64) * U64(self.unit[name])
             yield out[None, :]
-
-    def _relabelled_slots(self, local_t: np.ndarray) -> np.ndarray:
-        """[perm, slot]: the slot of the same replica state with its brokers relabelled."""
-        cached = self._relabelled
-        if cached is None:
-            local, life, since = self.replicas.T
-            cached = self._relabelled = np.stack(
-                [self.slot_of[self._combined(local_t[k][local], life, since)] for k in range(len(local_t))]
-            )
-            assert (cached >= 0).all(), "relabelling keeps a replica's combination valid"
-        return cached
-

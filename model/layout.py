@@ -1,34 +1,31 @@
-"""The packed encoding of a partition state: one Python int, plus lookup tables.
+"""The packed encoding of a state: one Python int, derived from the state schema.
 
-Why: the successor function and the visited set are the hot path. A state is one
-int (hashable, 40 bytes, exact, no collisions); every field is read with a shift
-and a mask or a list lookup, and every update is an addition of a delta. Nothing
-in here depends on ``hash()`` of strings, so keys are the same in every process.
+Why: the scalar engines' hot path is the successor function and the visited set. A
+state as one int is hashable, about 40 bytes, exact, and the same in every process;
+a field is read with a shift and a mask or a list look-up, and an update is the
+addition of a delta.
 
 Layout, low bits first::
 
     shared fields | replica 0 local | replica 1 local | ...
 
-Shared fields: next record id, quorum ISR, next leader epoch, one LeaderAndIsr
-request slot per epoch (leader and ISR; the request set is a sequence ordered by
-epoch because every request carries a fresh epoch), and the Kafka features'
-counters and history masks. The quorum's leader and epoch are derived: the epoch
-is ``next leader epoch - 1`` and the leader is the one named by that request.
-
-A replica local is ``log << META_BITS | meta``: the log is an index into the table
-of all logs (tuples of record codes ``id * epochs + epoch``), the meta an index
-into a mixed-radix table of (HWM, leader epoch, believed leader, cached ISR, life),
-so that changing one field is an addition of ``delta * unit``.
+The shared fields are bit fields in declaration order (``fields.py``); the request
+sequence takes a count (the next leader epoch) and one slot per epoch, ``(leader + 1)
+* 2**rf + isr``, so that the quorum ISR, the count and the slots, declared one after
+the other, are one contiguous controller block. A replica's local is ``log << meta_bits
+| meta``: the log an index into the table of every log up to the log size
+(``logs.py``), the meta a mixed-radix number over the replica's other fields, the last
+declared the least significant, so that changing one field is the addition of ``delta
+* unit``. A field that a configuration does not keep takes no bits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
+from typing import Any
 
-from .config import ModelConfig
-
-NONE = -1  # no leader / no epoch (the specification's None and Nil)
+from .logs import LogTable, all_logs
+from .schema import NONE, Field, LogKind, RequestsKind, Schema
 
 
 def _bits(max_value: int) -> int:
@@ -36,7 +33,7 @@ def _bits(max_value: int) -> int:
 
 
 @dataclass(frozen=True)
-class Field:
+class BitField:
     shift: int
     bits: int
 
@@ -49,124 +46,98 @@ class Field:
 
 
 class Layout:
-    """Tables and bit positions for one ModelConfig (built once, shared by every state)."""
+    """Bit positions, radices and tables of one configuration (built once, shared by every state)."""
 
-    def __init__(self, config: ModelConfig) -> None:
-        self.config = config
-        rf, mr, ls, me = config.rf, config.max_records, config.logsize, config.max_leader_epoch
-        self.rf, self.max_records, self.log_size, self.max_epoch = rf, mr, ls, me
-        self.kafka = not config.core
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.config = cfg = schema.config
+        self.rf = rf = cfg.rf
+        self.max_records, self.log_size, self.max_epoch = cfg.max_records, cfg.logsize, cfg.max_leader_epoch
         self.all_replicas = (1 << rf) - 1
-
-        # ---- records and logs -------------------------------------------------
-        self.n_epochs = me + 1  # record epochs 0..me
-        self.n_records = mr * self.n_epochs
-        logs: list[tuple[int, ...]] = [()]
-        for length in range(1, ls + 1):
-            logs.extend(product(range(self.n_records), repeat=length))
-        self.logs = logs
-        self.log_index = {log: i for i, log in enumerate(logs)}
-        n_logs = len(logs)
-        self.log_len = [len(g) for g in logs]
-        self.log_last_epoch = [g[-1] % self.n_epochs if g else NONE for g in logs]
-        # record code at offset o (or -1), flattened [log * ls + o]
-        self.log_rec_at = [g[o] if o < len(g) else -1 for g in logs for o in range(ls)]
-        # log after appending record code r (or -1 when full), flattened [log * n_records + r]
-        self.log_append = [
-            self.log_index[g + (r,)] if len(g) < ls else -1 for g in logs for r in range(self.n_records)
-        ]
-        # log truncated to length t (or -1 when t > len), flattened [log * (ls + 1) + t]
-        self.log_trunc = [self.log_index[g[:t]] if t <= len(g) else -1 for g in logs for t in range(ls + 1)]
-        # ids present in the first k entries (k clamped to len), flattened [log * (ls + 1) + k]
-        self.log_prefix_ids = [
-            _id_mask(g[: min(k, len(g))], self.n_epochs) for g in logs for k in range(ls + 1)
-        ]
-        self.log_ids = [_id_mask(g, self.n_epochs) for g in logs]
-        self.n_logs = n_logs
-
-        # ---- replica meta: hw, epoch, leader, isr, life, leading since -----------
-        # life: 0 alive; 1 + m crashed, m = next record id at the crash (for write-after-crash)
-        # since: the epoch in which a believed leader's current leadership began (its
-        # delayed produces wait in its purgatory since then); -1 when not leading. Kept
-        # only where acks=all needs it.
-        self.n_life = 1 + (mr + 1 if self.kafka and config.crashes > 0 else 0)
-        self.n_since = me + 2 if self.kafka and config.acks == "all" else 1
         self.n_isr = 1 << rf
-        self.n_leader = rf + 1
-        self.n_meta_epoch = me + 2  # -1..me
-        self.u_since = 1
-        self.u_life = self.n_since
-        self.u_isr = self.u_life * self.n_life
-        self.u_leader = self.u_isr * self.n_isr
-        self.u_epoch = self.u_leader * self.n_leader
-        self.u_hw = self.u_epoch * self.n_meta_epoch
-        self.n_meta = self.u_hw * (ls + 1)
-        self.meta_hw: list[int] = []
-        self.meta_epoch: list[int] = []
-        self.meta_leader: list[int] = []
-        self.meta_isr: list[int] = []
-        self.meta_life: list[int] = []
-        self.meta_since: list[int] = []
-        for hw, ep, ld, isr, life, since in product(
-            range(ls + 1),
-            range(-1, me + 1),
-            range(-1, rf),
-            range(self.n_isr),
-            range(self.n_life),
-            range(-1, self.n_since - 1),
-        ):
-            self.meta_hw.append(hw)
-            self.meta_epoch.append(ep)
-            self.meta_leader.append(ld)
-            self.meta_isr.append(isr)
-            self.meta_life.append(life)
-            self.meta_since.append(since)
-        self.popcount = [bin(m).count("1") for m in range(1 << max(rf, mr))]
+        self.n_epochs = cfg.max_leader_epoch + 1
+        self.n_records = cfg.max_records * self.n_epochs  # record codes id * epochs + epoch
+        has_log = any(isinstance(f.kind, LogKind) for f in schema.replica_fields)
+        self.logs = (
+            LogTable(all_logs(self.n_records, self.log_size), cfg.max_records, self.n_epochs, self.log_size)
+            if has_log else None
+        )
+        self.n_logs = self.logs.n if self.logs is not None else 1
+        self.popcount = [bin(m).count("1") for m in range(1 << max(rf, cfg.max_records))]
+        self._replica_layout(schema)
+        self._shared_layout(schema)
 
+    # ---- a replica's local: log << meta_bits | meta ------------------------------------------
+    def _replica_layout(self, schema: Schema) -> None:
+        cfg = self.config
+        fields = schema.replica_fields
+        has_log = bool(fields) and isinstance(fields[0].kind, LogKind)
+        if any(not f.kind.number for f in fields[1 if has_log else 0 :]):
+            raise TypeError("a replica's fields are its log (if any), then numbers")
+        self.log_field: Field | None = fields[0] if has_log else None
+        self.meta_fields: tuple[Field, ...] = fields[1:] if has_log else fields
+        self.radix = {f.name: f.kind.size(cfg) if f.kept(cfg) else 1 for f in self.meta_fields}
+        self.unit: dict[str, int] = {}
+        unit = 1
+        for f in reversed(self.meta_fields):
+            self.unit[f.name] = unit
+            unit *= self.radix[f.name]
+        self.n_meta = unit
+        # per meta index, each field's code (0 .. radix - 1) and its view value (NONE for None)
+        self.meta_code: dict[str, list[int]] = {}
+        self.meta_view: dict[str, list[int]] = {}
+        for f in self.meta_fields:
+            u, n = self.unit[f.name], self.radix[f.name]
+            codes = [(m // u) % n for m in range(self.n_meta)]
+            self.meta_code[f.name] = codes
+            if f.kept(cfg):
+                values = [f.kind.view(f.kind.value(c, cfg)) for c in range(n)]
+            else:
+                values = [schema.init_view(f)]
+            self.meta_view[f.name] = [values[c] for c in codes]
         self.meta_bits = _bits(self.n_meta - 1)
         self.meta_mask = (1 << self.meta_bits) - 1
-        self.local_bits = self.meta_bits + _bits(n_logs - 1)
+        self.local_bits = self.meta_bits + _bits(self.n_logs - 1)
         self.local_mask = (1 << self.local_bits) - 1
 
-        # ---- shared fields ------------------------------------------------------
+    def meta_of(self, **views: int) -> int:
+        """The meta index of these field views (fields not named take their initial value)."""
+        meta = 0
+        for f in self.meta_fields:
+            if f.kept(self.config):
+                v = views.get(f.name, self.schema.init_view(f))
+                meta += f.kind.code(f.kind.readable(v), self.config) * self.unit[f.name]
+        return meta
+
+    # ---- shared bit fields ------------------------------------------------------------------------
+    def _shared_layout(self, schema: Schema) -> None:
+        cfg = self.config
         shift = 0
 
-        def field(max_value: int) -> Field:
+        def field(max_value: int) -> BitField:
             nonlocal shift
-            f = Field(shift, _bits(max_value))
+            f = BitField(shift, _bits(max_value))
             shift += f.bits
             return f
 
-        # quorum ISR, next epoch and the request slots are adjacent: together they are
-        # the controller's state, one key for the successor function's per-quorum cache
-        self.f_next_id = field(mr)
-        self.f_quorum_isr = field(self.all_replicas)
-        self.f_next_epoch = field(me + 1)
-        self.slot_bits = _bits((rf + 1) * self.n_isr - 1)
-        self.f_slots = [field((rf + 1) * self.n_isr - 1) for _ in range(me + 1)]
-        self.controller_shift = self.f_quorum_isr.shift
-        self.controller_mask = (1 << (shift - self.controller_shift)) - 1
-        self.f_crashes = field(config.crashes) if self.kafka else None
-        self.f_disk_losses = field(config.disk_loss) if self.kafka else None
-        self.f_acked = field((1 << mr) - 1) if self.kafka else None
-        self.f_committed = field((1 << mr) - 1) if self.kafka else None
-        self.f_readable = field((1 << mr) - 1) if self.kafka and config.consumer else None
+        self.shared: dict[str, BitField] = {}
+        self.slots: list[BitField] = []
+        self.requests_field: Field | None = None
+        for f in schema.shared_fields:
+            if not f.kept(cfg):
+                continue
+            if isinstance(f.kind, RequestsKind):
+                self.requests_field = f
+                self.shared[f.name] = field(self.max_epoch + 1)  # the count: the next leader epoch
+                self.slots = [field((self.rf + 1) * self.n_isr - 1) for _ in range(self.max_epoch + 1)]
+            else:
+                self.shared[f.name] = field(f.kind.size(cfg) - 1)
         self.shared_bits = shift
         self.shared_mask = (1 << shift) - 1
-        self.local_shift = [shift + r * self.local_bits for r in range(rf)]
-        self.state_bits = shift + rf * self.local_bits
+        self.local_shift = [shift + r * self.local_bits for r in range(self.rf)]
+        self.state_bits = shift + self.rf * self.local_bits
 
-    # ---- small helpers used off the hot path ------------------------------------
-    def meta_of(self, hw: int, epoch: int, leader: int, isr: int, life: int = 0, since: int = -1) -> int:
-        return (
-            hw * self.u_hw
-            + (epoch + 1) * self.u_epoch
-            + (leader + 1) * self.u_leader
-            + isr * self.u_isr
-            + life * self.u_life
-            + (since + 1) * self.u_since
-        )
-
+    # ---- request slots ------------------------------------------------------------------------------
     def slot_value(self, leader: int, isr: int) -> int:
         return (leader + 1) * self.n_isr + isr
 
@@ -179,64 +150,64 @@ class Layout:
     def record(self, rid: int, epoch: int) -> int:
         return rid * self.n_epochs + epoch
 
-    def record_id(self, code: int) -> int:
-        return code // self.n_epochs
-
-    def record_epoch(self, code: int) -> int:
-        return code % self.n_epochs
-
-    def local_info(self) -> "LocalInfo":
-        """Per-local tuples (hw, epoch, leader, isr, log length, log, meta, life, since), filled on first use."""
-        return LocalInfo(self)
-
+    # ---- reading -------------------------------------------------------------------------------------
     def local(self, state: int, replica: int) -> int:
         return (state >> self.local_shift[replica]) & self.local_mask
 
     def initial_state(self) -> int:
-        """Every log empty, no leader anywhere, the quorum ISR holding every replica."""
-        meta = self.meta_of(0, NONE, NONE, 0)
-        state = self.all_replicas << self.f_quorum_isr.shift
+        """Every field at its initial value."""
+        return self.pack(self.schema_initial_views())
+
+    def schema_initial_views(self) -> dict[str, Any]:
+        """Field name -> initial view value (per-replica fields: a list), for ``pack``."""
+        out: dict[str, Any] = {}
+        for f in self.schema.fields:
+            v = self.schema.init_view(f)
+            if f.replica:
+                v = [v] * self.rf
+            out[f.name] = v
+        return out
+
+    def pack(self, views: dict[str, Any]) -> int:
+        """The packed int of field values as the views hold them: numbers, the log as a tuple
+        of record codes, the requests as a tuple of (leader, isr mask) slots."""
+        cfg = self.config
+        state = 0
+        for f in self.schema.shared_fields:
+            if not f.kept(cfg):
+                continue
+            v = views[f.name]
+            if isinstance(f.kind, RequestsKind):
+                state |= len(v) << self.shared[f.name].shift
+                for e, (leader, isr) in enumerate(v):
+                    state |= self.slot_value(leader, isr) << self.slots[e].shift
+            else:
+                state |= f.kind.code(f.kind.readable(v), cfg) << self.shared[f.name].shift
         for r in range(self.rf):
-            state |= meta << self.local_shift[r]
+            meta = self.meta_of(**{f.name: views[f.name][r] for f in self.meta_fields})
+            log = self.logs.index[tuple(views[self.log_field.name][r])] if self.log_field is not None else 0
+            state |= ((log << self.meta_bits) | meta) << self.local_shift[r]
         return state
 
-
-def _id_mask(log: tuple[int, ...], n_epochs: int) -> int:
-    mask = 0
-    for code in log:
-        mask |= 1 << (code // n_epochs)
-    return mask
-
-
-class LocalInfo(dict):
-    """local index -> (hw, epoch, leader, isr, log length, log, meta, life, since).
-
-    A dict filled on demand rather than a full table: the product of logs and metas
-    grows fast with the bounds, while the locals that states reach stay few. A hit is
-    one C-level dict lookup, so ``zip(*[info[l] for l in locals])`` unpacks a state's
-    replicas in two steps.
-    """
-
-    def __init__(self, layout: Layout) -> None:
-        super().__init__()
-        self.layout = layout
-
-    def __missing__(self, local: int) -> tuple[int, ...]:
-        L = self.layout
-        meta, log = local & L.meta_mask, local >> L.meta_bits
-        value = (
-            L.meta_hw[meta],
-            L.meta_epoch[meta],
-            L.meta_leader[meta],
-            L.meta_isr[meta],
-            L.log_len[log],
-            log,
-            meta,
-            L.meta_life[meta],
-            L.meta_since[meta],
-        )
-        self[local] = value
-        return value
+    def unpack(self, state: int) -> dict[str, Any]:
+        """``pack``'s inverse."""
+        cfg = self.config
+        out: dict[str, Any] = {}
+        for f in self.schema.shared_fields:
+            if not f.kept(cfg):
+                out[f.name] = self.schema.init_view(f)
+            elif isinstance(f.kind, RequestsKind):
+                n = self.shared[f.name].get(state)
+                slots = [self.slots[e].get(state) for e in range(n)]
+                out[f.name] = tuple((self.slot_leader(v), self.slot_isr(v)) for v in slots)
+            else:
+                out[f.name] = f.kind.view(f.kind.value(self.shared[f.name].get(state), cfg))
+        locals_ = [self.local(state, r) for r in range(self.rf)]
+        if self.log_field is not None:
+            out[self.log_field.name] = [self.logs.logs[loc >> self.meta_bits] for loc in locals_]
+        for f in self.meta_fields:
+            out[f.name] = [self.meta_view[f.name][loc & self.meta_mask] for loc in locals_]
+        return out
 
 
 def replica_reader(tables: list, shifts: list[int], mask: int):
@@ -249,3 +220,6 @@ def replica_reader(tables: list, shifts: list[int], mask: int):
     names = {f"t{i}": t for i, t in enumerate(tables)}
     body = ", ".join(f"t{i}[(s >> {sh}) & {mask}]" for i, sh in enumerate(shifts))
     return eval(f"lambda s: ({body},)", names)  # noqa: S307 - built from ints and local names only
+
+
+__all__ = ["NONE", "BitField", "Layout", "replica_reader"]

@@ -1,15 +1,23 @@
-"""Readable partition states: what traces, views, properties' references and Z3 use.
+"""Readable states: what traces, views, tests and the Z3 decoder use.
 
-The packed int of ``layout.py`` is for the hot path; these frozen dataclasses are
-for people and for cross-checks. ``decode`` and ``encode`` are exact inverses.
-Leader and epoch use ``None`` where the specification writes None and Nil.
+The classes are made from the state schema (``state_classes``): a per-replica record
+with one attribute per replica field and a state with ``replicas`` and one attribute
+per shared field, frozen dataclasses both, so that a field added to the schema appears
+here by itself. A protocol may give them base classes for what is derived rather than
+stored (Kafka's: whether a broker is alive, the quorum's leader and epoch).
+``None`` stands where the specification writes None and Nil.
+
+``encode`` and ``decode`` convert to and from the packed int of ``layout.py``; they
+are exact inverses on every state the configuration can represent.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
 
-from .layout import NONE, Layout
+from .layout import Layout
+from .schema import NO_DEFAULT, Field, LogKind, RequestsKind, mask_of, members
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,32 +27,6 @@ class Record:
 
     def __str__(self) -> str:
         return f"m{self.id}@e{self.epoch}"
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """What one broker holds: its log on disk and its in-memory view of the partition.
-
-    ``leader_epoch`` of a restarted broker is one below the quorum epoch at its
-    restart: it ignores requests addressed to its previous incarnation (KIP-380).
-    ``crash_mark`` is the next record id at the moment it crashed (None while alive).
-    ``leader_since`` is the epoch in which a believed leader's current leadership began:
-    produce requests it appended since then wait in its purgatory for the HWM (kept by
-    the Kafka model with acks=all; None otherwise).
-    """
-
-    log: tuple[Record, ...]
-    hw: int
-    leader_epoch: int | None
-    leader: int | None
-    isr: frozenset[int]
-    alive: bool = True
-    crash_mark: int | None = None
-    leader_since: int | None = None
-
-    @property
-    def leo(self) -> int:
-        return len(self.log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,158 +47,104 @@ class QuorumState:
     isr: frozenset[int]
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    replicas: tuple[ReplicaState, ...]
-    quorum: QuorumState
-    requests: tuple[Request, ...]
-    next_record_id: int
-    next_leader_epoch: int
-    crashes: int = 0
-    disk_losses: int = 0
-    acked: frozenset[int] = field(default_factory=frozenset)
-    committed: frozenset[int] = field(default_factory=frozenset)
-    readable: frozenset[int] = field(default_factory=frozenset)
+def state_classes(fields: tuple[Field, ...], replica_base: type = object, state_base: type = object) -> tuple[type, type]:
+    """(replica class, state class): one attribute per field in declaration order, those
+    with a default after those without (as dataclasses require)."""
 
-    def presumes_leadership(self, replica: int) -> bool:
-        return self.replicas[replica].leader == replica
+    def specs(chosen: list[Field]) -> list[tuple]:
+        plain = [(f.name, Any) for f in chosen if f.default is NO_DEFAULT]
+        return plain + [(f.name, Any, field(default=f.default)) for f in chosen if f.default is not NO_DEFAULT]
 
-    def is_true_leader(self, replica: int) -> bool:
-        rs = self.replicas[replica]
-        return (
-            self.quorum.leader == replica
-            and rs.leader == replica
-            and rs.leader_epoch == self.quorum.leader_epoch
-        )
-
-    def true_leader(self) -> int | None:
-        q = self.quorum.leader
-        return q if q is not None and self.is_true_leader(q) else None
-
-
-def _opt(value: int) -> int | None:
-    return None if value == NONE else value
-
-
-def _unopt(value: int | None) -> int:
-    return NONE if value is None else value
-
-
-def _members(mask: int) -> frozenset[int]:
-    return frozenset(r for r in range(mask.bit_length()) if mask >> r & 1)
-
-
-def _mask(members: frozenset[int]) -> int:
-    m = 0
-    for r in members:
-        m |= 1 << r
-    return m
-
-
-def decode(layout: Layout, state: int) -> PartitionState:
-    L = layout
-    replicas = []
-    for r in range(L.rf):
-        local = L.local(state, r)
-        meta, log = local & L.meta_mask, local >> L.meta_bits
-        life = L.meta_life[meta]
-        replicas.append(
-            ReplicaState(
-                log=tuple(Record(L.record_id(c), L.record_epoch(c)) for c in L.logs[log]),
-                hw=L.meta_hw[meta],
-                leader_epoch=_opt(L.meta_epoch[meta]),
-                leader=_opt(L.meta_leader[meta]),
-                isr=_members(L.meta_isr[meta]),
-                alive=life == 0,
-                crash_mark=None if life == 0 else life - 1,
-                leader_since=_opt(L.meta_since[meta]),
-            )
-        )
-    next_epoch = L.f_next_epoch.get(state)
-    requests = []
-    for e in range(next_epoch):
-        slot = L.f_slots[e].get(state)
-        requests.append(Request(e, _opt(L.slot_leader(slot)), _members(L.slot_isr(slot))))
-    quorum_leader = requests[-1].leader if requests else None
-    quorum = QuorumState(
-        leader_epoch=next_epoch - 1 if next_epoch else None,
-        leader=quorum_leader,
-        isr=_members(L.f_quorum_isr.get(state)),
+    replica = make_dataclass(
+        "ReplicaState", specs([f for f in fields if f.replica]), bases=(replica_base,), frozen=True, slots=True
     )
-
-    def ids(f) -> frozenset[int]:
-        return _members(f.get(state)) if f is not None else frozenset()
-
-    return PartitionState(
-        replicas=tuple(replicas),
-        quorum=quorum,
-        requests=tuple(requests),
-        next_record_id=L.f_next_id.get(state),
-        next_leader_epoch=next_epoch,
-        crashes=L.f_crashes.get(state) if L.f_crashes else 0,
-        disk_losses=L.f_disk_losses.get(state) if L.f_disk_losses else 0,
-        acked=ids(L.f_acked),
-        committed=ids(L.f_committed),
-        readable=ids(L.f_readable),
+    state = make_dataclass(
+        "PartitionState",
+        [("replicas", tuple), *specs([f for f in fields if not f.replica])],
+        bases=(state_base,),
+        frozen=True,
+        slots=True,
     )
+    return replica, state
 
 
 class EncodeError(ValueError):
     """A readable state that this configuration cannot represent."""
 
 
-def encode(layout: Layout, ps: PartitionState) -> int:
-    """The packed int of a readable state; raises EncodeError if a value is out of bounds."""
-    L = layout
-    if len(ps.replicas) != L.rf:
-        raise EncodeError(f"expected {L.rf} replicas, found {len(ps.replicas)}")
-    state = 0
-    for r, rs in enumerate(ps.replicas):
-        codes = []
-        for rec in rs.log:
-            if not (0 <= rec.id < L.max_records and 0 <= rec.epoch <= L.max_epoch):
-                raise EncodeError(f"record {rec} of replica {r} is outside the bounds")
-            codes.append(L.record(rec.id, rec.epoch))
-        log = L.log_index.get(tuple(codes))
-        if log is None:
-            raise EncodeError(f"log of replica {r} is longer than the log size {L.log_size}")
-        life = 0 if rs.alive else 1 + (rs.crash_mark or 0)
-        _check(0 <= rs.hw <= L.log_size, f"hw {rs.hw} of replica {r}")
-        _check(-1 <= _unopt(rs.leader_epoch) <= L.max_epoch, f"leader epoch of replica {r}")
-        _check(-1 <= _unopt(rs.leader) < L.rf, f"leader of replica {r}")
-        _check(all(0 <= m < L.rf for m in rs.isr), f"ISR of replica {r}")
-        _check(life < L.n_life, f"liveness of replica {r}")
-        _check(-1 <= _unopt(rs.leader_since) < L.n_since - 1, f"leadership start of replica {r}")
-        meta = L.meta_of(rs.hw, _unopt(rs.leader_epoch), _unopt(rs.leader), _mask(rs.isr), life, _unopt(rs.leader_since))
-        state |= ((log << L.meta_bits) | meta) << L.local_shift[r]
-    _check(0 <= ps.next_record_id <= L.max_records, "next record id")
-    _check(0 <= ps.next_leader_epoch <= L.max_epoch + 1, "next leader epoch")
-    _check(len(ps.requests) == ps.next_leader_epoch, "one request per leader epoch")
-    last = ps.requests[-1] if ps.requests else None
-    _check(
-        ps.quorum.leader == (last.leader if last else None)
-        and ps.quorum.leader_epoch == (last.leader_epoch if last else None),
-        "the quorum's leader and epoch (they are those of the newest request)",
+def readable_value(f: Field, view: Any, layout: Layout) -> Any:
+    """A field's readable value from what ``Layout.unpack`` gives."""
+    if isinstance(f.kind, LogKind):
+        return tuple(Record(c // layout.n_epochs, c % layout.n_epochs) for c in view)
+    if isinstance(f.kind, RequestsKind):
+        return tuple(Request(e, None if ld < 0 else ld, members(isr)) for e, (ld, isr) in enumerate(view))
+    return f.kind.readable(view)
+
+
+def view_value(f: Field, value: Any, layout: Layout) -> Any:
+    """``readable_value``'s inverse; EncodeError for what the configuration's bounds exclude."""
+    cfg = layout.config
+    if isinstance(f.kind, LogKind):
+        if len(value) > layout.log_size:
+            raise EncodeError(f"a log is longer than the log size {layout.log_size}")
+        for rec in value:
+            if not (0 <= rec.id < layout.max_records and 0 <= rec.epoch <= layout.max_epoch):
+                raise EncodeError(f"record {rec} is outside the bounds")
+        return tuple(layout.record(rec.id, rec.epoch) for rec in value)
+    if isinstance(f.kind, RequestsKind):
+        if len(value) > layout.max_epoch + 1:
+            raise EncodeError("more requests than leader epochs")
+        out = []
+        for e, req in enumerate(value):
+            _check(req.leader_epoch == e, "requests ordered by epoch, one per epoch")
+            _check(req.leader is None or 0 <= req.leader < layout.rf, "a request's leader")
+            _check(all(0 <= m < layout.rf for m in req.isr), "a request's ISR")
+            out.append((-1 if req.leader is None else req.leader, mask_of(req.isr)))
+        return tuple(out)
+    if not f.kept(cfg):
+        _check(value == f.default, f"{f.name} (this configuration does not keep it)")
+        return f.kind.view(value)
+    try:
+        code = f.kind.code(value, cfg)
+    except (TypeError, ValueError):
+        raise EncodeError(f"{f.name} {value!r} is not a value of its kind") from None
+    _check(isinstance(code, int) and 0 <= code < f.kind.size(cfg), f"{f.name} {value!r}")
+    return f.kind.view(value)
+
+
+def decode(layout: Layout, classes: tuple[type, type], state: int) -> Any:
+    """The readable state of a packed int."""
+    replica_cls, state_cls = classes
+    views = layout.unpack(state)
+    schema = layout.schema
+    replicas = tuple(
+        replica_cls(**{f.name: readable_value(f, views[f.name][r], layout) for f in schema.replica_fields})
+        for r in range(layout.rf)
     )
-    state |= ps.next_record_id << L.f_next_id.shift
-    state |= ps.next_leader_epoch << L.f_next_epoch.shift
-    state |= _mask(ps.quorum.isr) << L.f_quorum_isr.shift
-    for e, req in enumerate(ps.requests):
-        _check(req.leader_epoch == e, "requests ordered by epoch")
-        state |= L.slot_value(_unopt(req.leader), _mask(req.isr)) << L.f_slots[e].shift
-    for f, value in (
-        (L.f_crashes, ps.crashes),
-        (L.f_disk_losses, ps.disk_losses),
-        (L.f_acked, _mask(ps.acked)),
-        (L.f_committed, _mask(ps.committed)),
-        (L.f_readable, _mask(ps.readable)),
-    ):
-        if f is None:
-            _check(not value, "a history or counter that this configuration does not keep")
-        else:
-            _check(0 <= value <= f.mask, "a counter or history mask")
-            state |= value << f.shift
-    return state
+    shared = {f.name: readable_value(f, views[f.name], layout) for f in schema.shared_fields}
+    return state_cls(replicas=replicas, **shared)
+
+
+def encode(layout: Layout, state: Any) -> int:
+    """The packed int of a readable state; EncodeError if a value is out of bounds."""
+    schema = layout.schema
+    if len(state.replicas) != layout.rf:
+        raise EncodeError(f"expected {layout.rf} replicas, found {len(state.replicas)}")
+    views: dict[str, Any] = {}
+    for f in schema.replica_fields:
+        values = []
+        for r, rs in enumerate(state.replicas):
+            try:
+                values.append(view_value(f, getattr(rs, f.name), layout))
+            except EncodeError as e:
+                raise EncodeError(f"replica {r}: {e}") from None
+        views[f.name] = values
+    for f in schema.shared_fields:
+        views[f.name] = view_value(f, getattr(state, f.name), layout)
+    try:
+        return layout.pack(views)
+    except KeyError:
+        raise EncodeError("a log outside the table of logs") from None
 
 
 def _check(ok: bool, what: str) -> None:

@@ -5,20 +5,98 @@ is inductive together (Houdini: true initially and preserved by every action),
 which makes every kept lemma an invariant of the reachable states. Kept lemmas
 prune unreachable states from BMC (fewer paths to refute) and strengthen the
 induction step. A guess that the model breaks is simply dropped, so a lemma
-about one revision costs nothing on another.
+about one revision costs nothing on another. They read a state through ``Terms``:
+the Kafka fields of ``fields.py`` by short names.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import z3
 
-from .symbolic_state import NO, SymState
+from .fields import true_leader_is
+from .ops import NONE as NO
+from .symbolic_space import SymState, Z3View
 
 
-def request_candidates(s: SymState, e: z3.ArithRef) -> list[tuple[str, z3.BoolRef]]:
+class Terms:
+    """A symbolic Kafka state's fields as terms, by the short names the lemmas use."""
+
+    def __init__(self, s: SymState) -> None:
+        self.state, self.space = s, s.space
+        self.view = Z3View(s)
+        self.x = self.space.x
+        self.R = self.view.requests
+        self.v = s.v
+
+    @property
+    def nle(self) -> Any:
+        return self.x.sent(self.R)
+
+    @property
+    def nid(self) -> Any:
+        return self.v["next_record_id"]
+
+    @property
+    def qlead(self) -> Any:
+        return self.x.last_leader(self.R)
+
+    @property
+    def qep(self) -> Any:
+        return self.nle - 1
+
+    def q(self, m: int) -> Any:
+        return self.v[f"quorum_isr.{m}"]
+
+    def req_lead(self, e: Any) -> Any:
+        return self.x.leader_of(self.R, e)
+
+    def req_isr(self, e: Any, m: int) -> Any:
+        return self.x.isr_of(self.R, e).bits[m]
+
+    def length(self, r: int) -> Any:
+        return self.v[f"r{r}.log.len"]
+
+    def rid(self, r: int, o: int) -> Any:
+        return self.v[f"r{r}.log.id{o}"]
+
+    def rep(self, r: int, o: int) -> Any:
+        return self.v[f"r{r}.log.ep{o}"]
+
+    def hw(self, r: int) -> Any:
+        return self.v[f"r{r}.hw"]
+
+    def lep(self, r: int) -> Any:
+        return self.v[f"r{r}.leader_epoch"]
+
+    def ld(self, r: int) -> Any:
+        return self.v[f"r{r}.leader"]
+
+    def isr(self, r: int, m: int) -> Any:
+        return self.v[f"r{r}.isr.{m}"]
+
+    def mark(self, r: int) -> Any:
+        return self.v.get(f"r{r}.crash_mark", self.space.c(NO))
+
+    def alive(self, r: int) -> Any:
+        return self.mark(r) == NO if f"r{r}.crash_mark" in self.v else z3.BoolVal(True)
+
+    def since(self, r: int) -> Any:
+        return self.v.get(f"r{r}.leader_since", self.space.c(NO))
+
+    def holds(self, history: str, i: Any) -> Any:
+        return self.x.has(getattr(self.view, history), i)
+
+    def true_leader_is(self, q: int) -> Any:
+        return true_leader_is(self.view, self.x, q)
+
+
+def request_candidates(state: SymState, e: z3.ArithRef) -> list[tuple[str, z3.BoolRef]]:
     """Guesses about the request of epoch ``e``. With unbounded epochs they are meant for
     every epoch: Houdini checks them at an arbitrary one, and each use instantiates them
     at the epochs that a state or a step refers to."""
+    s = Terms(state)
     rf = s.space.rf
     sent = z3.And(e >= 0, e < s.nle)
     lead = s.req_lead(e)
@@ -29,16 +107,18 @@ def request_candidates(s: SymState, e: z3.ArithRef) -> list[tuple[str, z3.BoolRe
     ]
 
 
-def referenced_epochs(s: SymState) -> list[z3.ArithRef]:
+def referenced_epochs(state: SymState) -> list[z3.ArithRef]:
     """The epochs whose requests a state refers to: the newest two, each broker's, each record's."""
+    s = Terms(state)
     sp = s.space
     out = [s.nle - 1, s.nle - 2] + [s.lep(r) for r in range(sp.rf)] + [s.since(r) for r in range(sp.rf)]
     return out + [s.rep(r, o) for r in range(sp.rf) for o in range(sp.ls)]
 
 
-def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
+def candidates(state: SymState) -> list[tuple[str, z3.BoolRef]]:
     """(readable name, formula) pairs over one state (request guesses of unbounded epochs
     apart: ``request_candidates``)."""
+    s = Terms(state)
     sp = s.space
     rf, ls = sp.rf, sp.ls
     out: list[tuple[str, z3.BoolRef]] = []
@@ -99,11 +179,12 @@ def candidates(s: SymState) -> list[tuple[str, z3.BoolRef]]:
         add("the quorum leader is in the quorum ISR", z3.Implies(s.qlead == q, s.q(q)))
     if sp.me is not None:
         for e in range(sp.me + 1):
-            out += request_candidates(s, s.space.c(e))
+            out += request_candidates(state, s.space.c(e))
     if sp.mr is not None:
-        for h in sp.histories:
+        histories = [h for h in ("acked", "committed", "readable") if sp.schema.keeps(h)]
+        for h in histories:
             for i in range(sp.mr):
                 add(f"{h} records have issued ids", z3.Implies(s.holds(h, i), i < s.nid))
-                if h == "committed" and "readable" in sp.histories:
+                if h == "committed" and "readable" in histories:
                     add("committed records are readable", z3.Implies(s.holds(h, i), s.holds("readable", i)))
     return out

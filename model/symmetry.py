@@ -11,6 +11,9 @@ signature (identical replicas) are resolved by trying every order inside the tie
 
 ``orbit_size(state)`` counts the distinct states of the orbit, so that the full
 state count can be reported beside the reduced one without a second search.
+
+The tables come from the state schema: every field whose kind names brokers
+(``Kind.brokers``) is relabelled, in a replica's meta and among the shared fields.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from itertools import permutations, product
 from math import factorial
 
 from .layout import Layout, replica_reader
+from .schema import Brokers, RequestsKind, relabel_mask
 
 
 class Symmetry:
     def __init__(self, layout: Layout) -> None:
-        L = layout
-        self.layout = L
-        rf = L.rf
-        self.rf = rf
+        L = self.layout = layout
+        cfg = L.config
+        self.rf = rf = L.rf
         self.perms = list(permutations(range(rf)))  # perm[i] = new label of replica i
         self.perm_index = {}
         for k, p in enumerate(self.perms):
@@ -34,54 +37,74 @@ class Symmetry:
             for old, new in enumerate(p):
                 order[new] = old
             self.perm_index[tuple(order)] = k
-
-        def relabel_mask(p: tuple[int, ...], mask: int) -> int:
-            out = 0
-            for r in range(rf):
-                if mask >> r & 1:
-                    out |= 1 << p[r]
-            return out
-
-        self.isr_perm = [[relabel_mask(p, m) for m in range(L.n_isr)] for p in self.perms]
-        n_slot = (rf + 1) * L.n_isr
-        self.slot_perm = [
-            [
-                L.slot_value(p[L.slot_leader(v)] if L.slot_leader(v) >= 0 else -1, relabel_mask(p, L.slot_isr(v)))
-                for v in range(n_slot)
-            ]
-            for p in self.perms
-        ]
+        metas = range(L.n_meta)
+        kept = [f for f in L.meta_fields if f.kept(cfg)]
         self.meta_perm = [
             [
-                L.meta_of(
-                    L.meta_hw[m],
-                    L.meta_epoch[m],
-                    p[L.meta_leader[m]] if L.meta_leader[m] >= 0 else -1,
-                    relabel_mask(p, L.meta_isr[m]),
-                    L.meta_life[m],
-                    L.meta_since[m],
+                sum(
+                    (f.kind.relabel(L.meta_code[f.name][m], p) if f.kind.brokers else L.meta_code[f.name][m]) * L.unit[f.name]
+                    for f in kept
                 )
-                for m in range(L.n_meta)
+                for m in metas
             ]
             for p in self.perms
         ]
-        # Identity-free signature of a replica's meta, per position: the leader only as
-        # none/self/other, the ISR only as (contains self, size).
+        # Identity-free signature of a replica's meta, per position: each field's code, but a
+        # broker only as none/self/other and a set of brokers only as (contains self, size).
         self.sig_meta = []
         for r in range(rf):
             table = []
-            for m in range(L.n_meta):
-                lead = L.meta_leader[m]
-                rel = 0 if lead < 0 else (1 if lead == r else 2)
-                isr = L.meta_isr[m]
-                code = (
-                    ((L.meta_hw[m] * L.n_meta_epoch + L.meta_epoch[m] + 1) * 3 + rel) * 2 + (isr >> r & 1)
-                ) * (rf + 1) + L.popcount[isr]
-                table.append((code * L.n_life + L.meta_life[m]) * L.n_since + L.meta_since[m] + 1)
+            for m in metas:
+                code = 0
+                for f in kept:
+                    c = L.meta_code[f.name][m]
+                    if isinstance(f.kind, Brokers):
+                        code = code * 2 * (rf + 1) + (c >> r & 1) * (rf + 1) + L.popcount[c]
+                    elif f.kind.brokers:  # one broker or none, coded leader + 1
+                        code = code * 3 + (0 if c == 0 else 1 if c - 1 == r else 2)
+                    else:
+                        code = code * L.radix[f.name] + c
+                table.append(code)
             self.sig_meta.append(table)
         self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
         self.full_group = factorial(rf)
+        self._shared_block()
         self._build()
+
+    def _shared_block(self) -> None:
+        """The shared bits that name brokers (the quorum ISR and the requests: the controller's
+        state), as one block relabelled through a cache, and how to relabel it."""
+        L = self.layout
+        named = [f for f in L.schema.shared_fields if f.kept(L.config) and f.kind.brokers]
+        parts = []  # (shift, mask, relabel of the field's value) inside the block
+        for f in named:
+            bf = L.shared[f.name]
+            if isinstance(f.kind, RequestsKind):
+                parts.append((bf.shift, bf.mask, None))  # the count: kept
+                for slot in L.slots:
+                    parts.append((slot.shift, slot.mask, "slot"))
+            else:
+                parts.append((bf.shift, bf.mask, f.kind))
+        self.block_shift = min((p[0] for p in parts), default=0)
+        end = max((p[0] + p[1].bit_length() for p in parts), default=0)
+        self.block_mask = (1 << (end - self.block_shift)) - 1
+        self.block_parts = [(sh - self.block_shift, m, how) for sh, m, how in parts]
+
+    def relabel_block(self, k: int, block: int) -> int:
+        """The controller block's value with brokers relabelled by ``perms[k]``."""
+        L, p = self.layout, self.perms[k]
+        out = block
+        for sh, m, how in self.block_parts:
+            v = (block >> sh) & m
+            if how is None:
+                continue
+            if how == "slot":
+                ld, isr = L.slot_leader(v), L.slot_isr(v)
+                w = L.slot_value(p[ld] if ld >= 0 else -1, relabel_mask(isr, p)) if v else 0
+            else:
+                w = how.relabel(v, p)
+            out += (w - v) << sh
+        return out
 
     def _build(self) -> None:
         L = self.layout
@@ -89,33 +112,23 @@ class Symmetry:
         R = range(rf)
         SH = L.local_shift
         MB, MM, LM = L.meta_bits, L.meta_mask, L.local_mask
-        SHM = L.shared_mask
-        QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
-        SLOT_SH = [f.shift for f in L.f_slots]
-        SLOT_M = L.f_slots[0].mask
         SIG = self.sig_meta
         SIG_SH = self.sig_shift
         PERM_INDEX = self.perm_index
         META_PERM = self.meta_perm
-        ISR_PERM = self.isr_perm
-        SLOT_PERM = self.slot_perm
-        NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
-        CTRL_SH, CTRL_M = L.controller_shift, L.controller_mask
-        keep_shared = SHM & ~(CTRL_M << CTRL_SH)
+        CTRL_SH, CTRL_M = self.block_shift, self.block_mask
+        keep_shared = L.shared_mask & ~(CTRL_M << CTRL_SH)
+        relabel_block = self.relabel_block
 
         class ControllerPerm(dict):
-            """controller bits (quorum ISR, next epoch, request slots) -> relabelled, per relabelling."""
+            """controller block -> relabelled, per relabelling."""
 
             def __init__(self, k: int) -> None:
                 super().__init__()
                 self.k = k
 
-            def __missing__(self, ctrl: int) -> int:
-                k, s = self.k, ctrl << CTRL_SH
-                out = ISR_PERM[k][(s >> QI_SH) & QI_M] << QI_SH | ((s >> NLE_SH) & NLE_M) << NLE_SH
-                for e in range((s >> NLE_SH) & NLE_M):
-                    out |= SLOT_PERM[k][(s >> SLOT_SH[e]) & SLOT_M] << SLOT_SH[e]
-                v = self[ctrl] = out >> CTRL_SH
+            def __missing__(self, block: int) -> int:
+                v = self[block] = relabel_block(self.k, block)
                 return v
 
         class LocalPerm(dict):

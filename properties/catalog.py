@@ -1,37 +1,30 @@
-"""The named properties: stable names, expectations, one-line docs and predicates.
+"""The named properties: each one a record with its predicate written once.
 
-Each property has two predicates over the same meaning:
-
-* ``reference(state)`` reads a readable ``PartitionState`` and follows the words of
-  PROTOCOL.md; it is the definition that tests and the Z3 engine hold the others to;
-* ``compile(model)`` returns a predicate over packed ints built from the model's
-  tables, for the hot path (``compiled.py``). Tests check that both agree on every
-  reachable state of small configurations.
+A property's predicate reads a state through a view and the operations of
+``model/ops.py``, like an action's guard, so every backend derives its form from the
+one definition: per packed state with Python ints (``compile``, the scalar engines'),
+per batch of states with NumPy (``forms.batch``, the vector kernel's), as a Z3 formula
+(``forms.symbolic``). ``compiled.py`` keeps hand-written per-state forms of the
+hottest ones for the scalar engines, held to the definitions by test.
 
 ``always`` properties must hold in every reachable state; ``sometimes`` properties
-are witnesses that the bounded space is not vacuous (a record is committed, a
-leader fails over, a record becomes readable, a write succeeds during an outage).
+are witnesses that the bounded space is not vacuous (a record is committed, a leader
+fails over, a record becomes readable, a write succeeds during an outage).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
-from isrcheck.model import ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.fields import alive, true_leader_is
+from isrcheck.model.ops_int import state_predicate
 
-from .compiled import (
-    Predicate,
-    history_in_leader_compiled,
-    isr_compiled,
-    leader_failover_compiled,
-    leader_in_isr_compiled,
-    log_matching_compiled,
-    nonzero_compiled,
-    write_after_crash_compiled,
-)
+from . import compiled, explain
 
 Expectation = Literal["always", "sometimes"]
+Predicate = Callable[[int], bool]
 
 
 @dataclass(frozen=True)
@@ -40,180 +33,154 @@ class Property:
     expectation: Expectation
     doc: str
     applies: Callable[[ModelConfig], bool]
-    reference: Callable[[PartitionState], bool]
-    compile: Callable[[ReplicationModel], Predicate]
+    holds: Callable[[Any, Any], Any]  # (view s, operations x) -> where it holds
+    why_not: str = ""  # why it does not apply where it does not
+    explain: Callable[[Any], explain.Diagnosis] | None = None  # what a trace's last state shows
+    fast: Callable[[ReplicationModel], Predicate] | None = None  # a hand-written per-state form
+
+    def compile(self, model: Any) -> Predicate:
+        """The per-state predicate over packed ints: the hand-written form where there is one."""
+        if self.fast is not None and isinstance(model, ReplicationModel):
+            return self.fast(model)
+        return self.derived(model)
+
+    def derived(self, model: Any) -> Predicate:
+        """The per-state predicate run from the definition (Python ints)."""
+        return state_predicate(model.layout, self.holds)
+
+    def reference(self, model: Any, readable: Any) -> bool:
+        """The definition on a readable state (encoded with the model first)."""
+        return self.derived(model)(model.encode(readable))
 
 
-# ---- readable definitions ---------------------------------------------------------
+# ---- the definitions ------------------------------------------------------------------------------------
+def _electable(s, x, members, r: int, strong: bool):
+    """An ISR member that could take over: a live one. A crashed broker is not elected, and
+    restarts only once the controller removed it from the ISR (KIP-380), unless it is the
+    last member, which stays electable (so it counts for strong-isr)."""
+    counted = x.and_(x.has(members, r), alive(s, r))
+    return x.or_(counted, x.only(members, r)) if strong else counted
 
 
-def _agree_below(ps: PartitionState, r1: int, r2: int, hw: int) -> bool:
-    a, b = ps.replicas[r1].log, ps.replicas[r2].log
-    return hw <= len(a) and hw <= len(b) and a[:hw] == b[:hw]
+def _isr(strong: bool) -> Callable[[Any, Any], Any]:
+    def holds(s, x):
+        rf, ok = s.cfg.rf, []
+        for r1 in range(rf):
+            h = s.hw[r1]
+            leads = x.and_(s.leader[r1] == r1, h > 0)
+            members = s.quorum_isr if strong else s.isr[r1]
+            for r2 in range(rf):
+                broken = x.not_(x.agree_below(s.log[r1], s.log[r2], h))
+                ok.append(x.not_(x.and_(leads, _electable(s, x, members, r2, strong), broken)))
+        return x.all_(ok)
+
+    return holds
 
 
-def electable(ps: PartitionState, isr: frozenset[int], strong: bool) -> frozenset[int]:
-    """ISR members that could take over: live ones. A crashed broker is not elected, and
-    restarts only after the controller removed it from the ISR (KIP-380), unless it is
-    the last member, which stays electable (so it counts for strong-isr)."""
-    live = frozenset(r for r in isr if ps.replicas[r].alive)
-    return isr if strong and len(isr) == 1 else live
+def _leader_in_isr(s, x):
+    q = x.last_leader(s.requests)
+    return x.all_(x.implies(q == r, x.has(s.quorum_isr, r)) for r in range(s.cfg.rf))
 
 
-def _isr_ref(strong: bool) -> Callable[[PartitionState], bool]:
-    def check(ps: PartitionState) -> bool:
-        for r1, rs in enumerate(ps.replicas):
-            if rs.leader != r1 or rs.hw == 0:
-                continue
-            members = electable(ps, ps.quorum.isr if strong else rs.isr, strong)
-            if not all(_agree_below(ps, r1, r2, rs.hw) for r2 in members):
-                return False
-        return True
-
-    return check
-
-
-def _leader_in_isr_ref(ps: PartitionState) -> bool:
-    return ps.quorum.leader is None or ps.quorum.leader in ps.quorum.isr
-
-
-def _log_matching_ref(ps: PartitionState) -> bool:
-    n = len(ps.replicas)
-    return all(
-        _agree_below(ps, r1, r2, min(ps.replicas[r1].hw, ps.replicas[r2].hw))
-        for r1 in range(n)
-        for r2 in range(r1 + 1, n)
+def _log_matching(s, x):
+    rf = s.cfg.rf
+    return x.all_(
+        x.agree_below(s.log[a], s.log[b], x.min(s.hw[a], s.hw[b])) for a in range(rf) for b in range(a + 1, rf)
     )
 
 
-def _in_leader_log(ps: PartitionState, ids: frozenset[int]) -> bool:
-    leader = ps.true_leader()
-    if leader is None:
-        return True
-    present = {rec.id for rec in ps.replicas[leader].log}
-    return ids <= present
+def _in_leader_log(history: str) -> Callable[[Any, Any], Any]:
+    """Every record id of a history is in the true leader's log (ids sit at one offset)."""
+
+    def holds(s, x):
+        ids = getattr(s, history)
+        return x.all_(
+            x.implies(true_leader_is(s, x, r), x.subset(ids, x.ids(s.log[r]))) for r in range(s.cfg.rf)
+        )
+
+    return holds
 
 
-def _committed_survive_ref(ps: PartitionState) -> bool:
-    return _in_leader_log(ps, ps.committed)
+def _some(history: str) -> Callable[[Any, Any], Any]:
+    return lambda s, x: x.not_(x.empty(getattr(s, history)))
 
 
-def _acked_survive_ref(ps: PartitionState) -> bool:
-    return _in_leader_log(ps, ps.acked)
+def _leader_failover(s, x):
+    """The true leader holds a committed record written in an epoch that another broker led."""
+    cases = []
+    for r in range(s.cfg.rf):
+        log = s.log[r]
+        for o in range(s.cfg.logsize):
+            earlier = x.leader_of(s.requests, x.epoch_at(log, o)) != r
+            cases.append(x.and_(true_leader_is(s, x, r), o < x.length(log), x.has(s.committed, x.id_at(log, o)), earlier))
+    return x.any_(cases)
 
 
-def _read_within_hwm_ref(ps: PartitionState) -> bool:
-    return _in_leader_log(ps, ps.readable)
-
-
-def _leader_failover_ref(ps: PartitionState) -> bool:
-    leader = ps.true_leader()
-    if leader is None:
-        return False
-    writer = {req.leader_epoch: req.leader for req in ps.requests}
-    return any(
-        rec.id in ps.committed and writer.get(rec.epoch) != leader for rec in ps.replicas[leader].log
-    )
-
-
-def _write_after_crash_ref(ps: PartitionState) -> bool:
-    return any(
-        not rs.alive and any(i >= (rs.crash_mark or 0) for i in ps.acked) for rs in ps.replicas
-    )
+def _write_after_crash(s, x):
+    """A broker is down and a record appended since its crash is acknowledged."""
+    return x.any_(x.and_(x.not_(alive(s, r)), x.any_from(s.acked, s.crash_mark[r])) for r in range(s.cfg.rf))
 
 
 def _kafka(config: ModelConfig) -> bool:
     return not config.core
 
 
+_NOT_CORE = "--core has no producer, consumer or crash history"
+
 PROPERTIES: tuple[Property, ...] = (
     Property(
-        "weak-isr",
-        "always",
+        "weak-isr", "always",
         "every believed leader's records below its HWM are on every member of its cached ISR",
-        lambda c: True,
-        _isr_ref(strong=False),
-        isr_compiled(strong=False),
+        lambda c: True, _isr(strong=False), explain=explain.isr_broken(strong=False), fast=compiled.isr_compiled(strong=False),
     ),
     Property(
-        "strong-isr",
-        "always",
+        "strong-isr", "always",
         "records below any believed leader's HWM are on every quorum ISR member: committed data survives a clean election",
-        lambda c: True,
-        _isr_ref(strong=True),
-        isr_compiled(strong=True),
+        lambda c: True, _isr(strong=True), explain=explain.isr_broken(strong=True), fast=compiled.isr_compiled(strong=True),
     ),
     Property(
-        "leader-in-isr",
-        "always",
-        "the quorum leader, when there is one, is in the quorum ISR",
-        lambda c: True,
-        _leader_in_isr_ref,
-        leader_in_isr_compiled,
+        "leader-in-isr", "always", "the quorum leader, when there is one, is in the quorum ISR",
+        lambda c: True, _leader_in_isr, explain=explain.leader_outside_isr, fast=compiled.leader_in_isr_compiled,
     ),
     Property(
-        "log-matching",
-        "always",
-        "any two replicas hold identical records below both of their HWMs",
-        _kafka,
-        _log_matching_ref,
-        log_matching_compiled,
+        "log-matching", "always", "any two replicas hold identical records below both of their HWMs",
+        _kafka, _log_matching, _NOT_CORE, explain=explain.logs_disagree, fast=compiled.log_matching_compiled,
     ),
     Property(
-        "committed-survive",
-        "always",
-        "every record ever committed is in the log of every later leader",
-        _kafka,
-        _committed_survive_ref,
-        history_in_leader_compiled("f_committed"),
+        "committed-survive", "always", "every record ever committed is in the log of every later leader",
+        _kafka, _in_leader_log("committed"), _NOT_CORE, explain=explain.history_lost("committed"),
+        fast=compiled.history_in_leader_compiled("committed"),
     ),
     Property(
-        "acked-survive",
-        "always",
-        "every record acknowledged to the producer is in the current leader's log",
-        lambda c: _kafka(c) and c.acks != "0",
-        _acked_survive_ref,
-        history_in_leader_compiled("f_acked"),
+        "acked-survive", "always", "every record acknowledged to the producer is in the current leader's log",
+        lambda c: _kafka(c) and c.acks != "0", _in_leader_log("acked"), "--acks 0 acknowledges nothing",
+        explain=explain.history_lost("acked"), fast=compiled.history_in_leader_compiled("acked"),
     ),
     Property(
-        "read-within-hwm",
-        "always",
+        "read-within-hwm", "always",
         "what a consumer can read (below a believed leader's HWM) stays in the leader's log",
-        lambda c: _kafka(c) and c.consumer,
-        _read_within_hwm_ref,
-        history_in_leader_compiled("f_readable"),
+        lambda c: _kafka(c) and c.consumer, _in_leader_log("readable"), "the consumer is off",
+        explain=explain.history_lost("readable"), fast=compiled.history_in_leader_compiled("readable"),
     ),
     Property(
-        "record-committed",
-        "sometimes",
-        "some record gets committed (the bounds leave room for replication)",
-        _kafka,
-        lambda ps: bool(ps.committed),
-        nonzero_compiled("f_committed"),
+        "record-committed", "sometimes", "some record gets committed (the bounds leave room for replication)",
+        _kafka, _some("committed"), _NOT_CORE, explain=explain.committed_witness,
     ),
     Property(
-        "leader-failover",
-        "sometimes",
+        "leader-failover", "sometimes",
         "a broker takes over as true leader holding a committed record written under an earlier leader",
-        _kafka,
-        _leader_failover_ref,
-        leader_failover_compiled,
+        _kafka, _leader_failover, _NOT_CORE, explain=explain.failover_witness, fast=compiled.leader_failover_compiled,
     ),
     Property(
-        "consumer-reads",
-        "sometimes",
-        "a consumer can read some record (it fell below a believed leader's HWM)",
-        lambda c: _kafka(c) and c.consumer,
-        lambda ps: bool(ps.readable),
-        nonzero_compiled("f_readable"),
+        "consumer-reads", "sometimes", "a consumer can read some record (it fell below a believed leader's HWM)",
+        lambda c: _kafka(c) and c.consumer, _some("readable"), "the consumer is off", explain=explain.readable_witness,
     ),
     Property(
-        "write-after-crash",
-        "sometimes",
+        "write-after-crash", "sometimes",
         "a record appended while a broker is down is acknowledged while that broker is still down",
-        lambda c: _kafka(c) and c.crashes > 0 and c.acks != "0",
-        _write_after_crash_ref,
-        write_after_crash_compiled,
+        lambda c: _kafka(c) and c.crashes > 0 and c.acks != "0", _write_after_crash,
+        "it needs --crashes of at least 1 and acks 1 or all", explain=explain.write_after_crash_witness,
+        fast=compiled.write_after_crash_compiled,
     ),
 )
 
@@ -235,19 +202,8 @@ def select(config: ModelConfig, names: list[str] | tuple[str, ...] | None = None
         if prop is None:
             raise UnknownProperty(f"unknown property {name!r}; known: {', '.join(NAMES)}")
         if not prop.applies(config):
-            raise UnknownProperty(f"property {name!r} does not apply to this configuration ({_why_not(prop, config)})")
+            why = _NOT_CORE if config.core else prop.why_not or "not available here"
+            raise UnknownProperty(f"property {name!r} does not apply to this configuration ({why})")
         if prop not in chosen:
             chosen.append(prop)
     return chosen
-
-
-def _why_not(prop: Property, config: ModelConfig) -> str:
-    if config.core:
-        return "--core has no producer, consumer or crash history"
-    if prop.name == "acked-survive":
-        return "--acks 0 acknowledges nothing"
-    if prop.name in ("read-within-hwm", "consumer-reads"):
-        return "the consumer is off"
-    if prop.name == "write-after-crash":
-        return "it needs --crashes of at least 1 and acks 1 or all"
-    return "not available here"

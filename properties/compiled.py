@@ -1,9 +1,9 @@
-"""The properties' compiled predicates: one test per packed state, built from the model's tables.
+"""Hand-written per-state forms of the properties, for the scalar engines' hot path.
 
-The hot path's side of ``catalog.py``: each function takes a model and returns a
-predicate over packed ints that must agree with the property's readable
-``reference`` on every state (tests hold them to it on every reachable state of
-small configurations).
+Overrides of the definitions in ``catalog.py``, which every backend derives its own
+form from: each function takes a model and returns a predicate over packed ints
+that must agree with the definition on every state, reachable or not
+(``tests/test_conformance.py`` holds them to it), at a fraction of its cost.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from isrcheck.model import ReplicationModel
+from isrcheck.model.fused import LocalInfo
 from isrcheck.model.layout import replica_reader
 
 Predicate = Callable[[int], bool]
@@ -22,11 +23,10 @@ class _Tables:
     def __init__(self, model: ReplicationModel) -> None:
         L = model.layout
         self.L = L
-        ls1 = L.log_size + 1
         # index of log[:h] in the log table, or -1 when the log is shorter than h
-        self.prefix = [L.log_index[g[:h]] if h <= len(g) else -1 for g in L.logs for h in range(ls1)]
-        self.ls1 = ls1
-        self.info = L.local_info()
+        self.prefix = L.logs.prefix
+        self.ls1 = L.logs.width
+        self.info = LocalInfo(L)
         self._last: int | None = None
         self._last_ids = -1
         self._last_infos_of: int | None = None
@@ -55,14 +55,14 @@ class _Tables:
         if s is self._last:
             return self._last_ids
         L = self.L
-        nle = (s >> L.f_next_epoch.shift) & L.f_next_epoch.mask
+        nle = L.shared["requests"].get(s)
         ids = -1
         if nle:
-            q = L.slot_leader((s >> L.f_slots[nle - 1].shift) & L.f_slots[nle - 1].mask)
+            q = L.slot_leader(L.slots[nle - 1].get(s))
             if q >= 0:
                 hw, ep, ld, isr, ln, lg, meta, life, since = self.info[(s >> L.local_shift[q]) & L.local_mask]
                 if ld == q and ep == nle - 1:
-                    ids = L.log_ids[lg]
+                    ids = L.logs.ids[lg]
         self._last, self._last_ids = s, ids
         return ids
 
@@ -72,11 +72,11 @@ def isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
         T = _Tables.of(model)
         L = T.L
         PREFIX, LS1 = T.prefix, T.ls1
-        QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
+        QI_SH, QI_M = L.shared["quorum_isr"].shift, L.shared["quorum_isr"].mask
         R = range(L.rf)
         MEMBERS = [tuple(r for r in R if m >> r & 1) for m in range(L.n_isr)]
         POP = L.popcount
-        crashes = L.n_life > 1
+        crashes = L.radix["crash_mark"] > 1
 
         infos_of = T.infos
 
@@ -107,10 +107,10 @@ def isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
 
 def leader_in_isr_compiled(model: ReplicationModel) -> Predicate:
     L = model.layout
-    NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
-    QI_SH, QI_M = L.f_quorum_isr.shift, L.f_quorum_isr.mask
-    SLOT_SH = [f.shift for f in L.f_slots]
-    SLOT_M = L.f_slots[0].mask
+    NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
+    QI_SH, QI_M = L.shared["quorum_isr"].shift, L.shared["quorum_isr"].mask
+    SLOT_SH = [f.shift for f in L.slots]
+    SLOT_M = L.slots[0].mask
     n_isr = L.n_isr
 
     def holds(s: int) -> bool:
@@ -150,7 +150,7 @@ def history_in_leader_compiled(field: str) -> Callable[[ReplicationModel], Predi
 
     def build(model: ReplicationModel) -> Predicate:
         T = _Tables.of(model)
-        f = getattr(T.L, field)
+        f = T.L.shared[field]
         shift, mask = f.shift, f.mask
         leader_ids = T.leader_log_ids
 
@@ -166,19 +166,11 @@ def history_in_leader_compiled(field: str) -> Callable[[ReplicationModel], Predi
     return build
 
 
-def nonzero_compiled(field: str) -> Callable[[ReplicationModel], Predicate]:
-    def build(model: ReplicationModel) -> Predicate:
-        f = getattr(model.layout, field)
-        return lambda s: bool((s >> f.shift) & f.mask)
-
-    return build
-
-
 def leader_failover_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L = T.L
-    NLE_SH, NLE_M = L.f_next_epoch.shift, L.f_next_epoch.mask
-    CM = L.f_committed
+    NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
+    CM = L.shared["committed"]
     NE = L.n_epochs
 
     def holds(s: int) -> bool:
@@ -186,9 +178,11 @@ def leader_failover_compiled(model: ReplicationModel) -> Predicate:
         if not committed or T.leader_log_ids(s) < 0:
             return False
         nle = (s >> NLE_SH) & NLE_M
-        q = L.slot_leader(L.f_slots[nle - 1].get(s))
-        for code in L.logs[T.infos(s)[q][5]]:
-            if committed >> (code // NE) & 1 and L.slot_leader(L.f_slots[code % NE].get(s)) != q:
+        q = L.slot_leader(L.slots[nle - 1].get(s))
+        for code in L.logs.logs[T.infos(s)[q][5]]:
+            e = code % NE
+            writer = L.slot_leader(L.slots[e].get(s)) if e < nle else -1
+            if committed >> (code // NE) & 1 and writer != q:
                 return True
         return False
 
@@ -197,16 +191,16 @@ def leader_failover_compiled(model: ReplicationModel) -> Predicate:
 
 def write_after_crash_compiled(model: ReplicationModel) -> Predicate:
     L = model.layout
-    ak = L.f_acked
-    SH, MM, M_LIFE = L.local_shift, L.meta_mask, L.meta_life
+    ak = L.shared["acked"]
+    SH, MM, M_MARK = L.local_shift, L.meta_mask, L.meta_view["crash_mark"]
 
     def holds(s: int) -> bool:
         acked = (s >> ak.shift) & ak.mask
         if not acked:
             return False
         for sh in SH:
-            life = M_LIFE[(s >> sh) & MM]
-            if life and acked >> (life - 1):
+            mark = M_MARK[(s >> sh) & MM]
+            if mark >= 0 and acked >> mark:
                 return True
         return False
 

@@ -1,6 +1,6 @@
 """Hypothesis strategies for type-correct states: every field within its bounds,
 reachable or not, so that predicates and encodings are tested beyond what the
-search happens to reach.
+search happens to reach. And seeded random walks, for deep reachable states.
 
 Two structural facts of every reachable state are kept, because the actions are
 only defined where they hold (the specification's records need an epoch): a
@@ -9,21 +9,26 @@ partition state in memory."""
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
-from isrcheck.model import ModelConfig, PartitionState, QuorumState, Record, ReplicaState, Request
+from isrcheck.model import ModelConfig, PartitionState, Record, ReplicaState, Request
 
 
 def replica_sets(rf: int):
     return st.frozensets(st.integers(0, rf - 1), max_size=rf)
 
 
-def partition_states(config: ModelConfig):
+def partition_states(config: ModelConfig, distinct_ids: bool = False):
+    """Readable states of a configuration; ``distinct_ids``: no record id twice in a log
+    (the vector kernel's tables hold no other logs)."""
     rf, mr, ls, me = config.rf, config.max_records, config.logsize, config.max_leader_epoch
     kafka = not config.core
     records = st.builds(Record, st.integers(0, mr - 1), st.integers(0, me))
     opt_epoch = st.one_of(st.none(), st.integers(0, me))
     opt_replica = st.one_of(st.none(), st.integers(0, rf - 1))
+    logs = st.lists(records, max_size=ls, unique_by=(lambda rec: rec.id) if distinct_ids else None)
 
     @st.composite
     def replica(draw):
@@ -31,12 +36,11 @@ def partition_states(config: ModelConfig):
         leader = draw(opt_replica) if alive else None
         epoch = draw(st.integers(0, me) if leader is not None else opt_epoch) if alive else None
         return ReplicaState(
-            log=tuple(draw(st.lists(records, max_size=ls))),
+            log=tuple(draw(logs)),
             hw=draw(st.integers(0, ls)),
             leader_epoch=epoch,
             leader=leader,
             isr=draw(replica_sets(rf)) if alive else frozenset(),
-            alive=alive,
             crash_mark=None if alive else draw(st.integers(0, mr)),
             leader_since=draw(opt_epoch) if alive and kafka and config.acks == "all" else None,
         )
@@ -45,24 +49,33 @@ def partition_states(config: ModelConfig):
     def state(draw):
         n_req = draw(st.integers(0, me + 1))
         requests = tuple(Request(e, draw(opt_replica), draw(replica_sets(rf))) for e in range(n_req))
-        last = requests[-1] if requests else None
-        quorum = QuorumState(
-            last.leader_epoch if last else None,
-            last.leader if last else None,
-            draw(replica_sets(rf)),
-        )
-        ids = st.frozensets(st.integers(0, mr - 1)) if kafka else st.just(frozenset())
+        ids = st.frozensets(st.integers(0, mr - 1))
         return PartitionState(
             replicas=tuple(draw(replica()) for _ in range(rf)),
-            quorum=quorum,
-            requests=requests,
             next_record_id=draw(st.integers(0, mr)),
-            next_leader_epoch=n_req,
-            crashes=draw(st.integers(0, config.crashes)) if kafka else 0,
-            disk_losses=draw(st.integers(0, config.disk_loss)) if kafka else 0,
-            acked=draw(ids),
-            committed=draw(ids),
+            quorum_isr=draw(replica_sets(rf)),
+            requests=requests,
+            crashes=draw(st.integers(0, config.crashes)) if kafka and config.crashes else 0,
+            disk_losses=draw(st.integers(0, config.disk_loss)) if kafka and config.disk_loss else 0,
+            acked=draw(ids) if kafka and config.acks != "0" else frozenset(),
+            committed=draw(ids) if kafka else frozenset(),
             readable=draw(ids) if kafka and config.consumer else frozenset(),
         )
 
     return state()
+
+
+def walk_states(model, walks: int = 40, length: int = 40, seed: int = 7) -> list[int]:
+    """The distinct states of seeded random walks from the initial state (deep reachable states)."""
+    rng = random.Random(seed)
+    seen: dict[int, None] = {}
+    for _ in range(walks):
+        s = model.init_states()[0]
+        seen.setdefault(s)
+        for _ in range(length):
+            nexts = model.successors(s)
+            if not nexts:
+                break
+            s = rng.choice(nexts)[1]
+            seen.setdefault(s)
+    return list(seen)

@@ -57,7 +57,7 @@ def test_batch_predicates_agree_with_the_scalar_ones_on_every_state(rf2):
     model, kernel, _, states = rf2
     comps = kernel.components(kernel.keys_of_scalars(states))
     for prop in select(model.config):
-        assert kernel.predicate(prop.name)(comps).tolist() == [prop.compile(model)(s) for s in states], prop.name
+        assert kernel.predicate(prop)(comps).tolist() == [prop.compile(model)(s) for s in states], prop.name
 
 
 def test_the_vector_search_reaches_the_scalar_levels(rf2):

@@ -48,7 +48,7 @@ def test_partition_of_a_state_is_the_same_in_processes_with_different_hash_seeds
 def test_one_expand_and_anti_join_round_gives_exactly_the_second_bfs_level(partitions):
     config = CORE_RF2["kip-320"]
     model = ReplicationModel(config)
-    job = spark_tasks.Job(config, False, partitions, ("weak-isr",))
+    job = spark_tasks.Job("kafka", config, False, partitions, ("weak-isr",))
     level1 = spark_tasks.seed_records(model.init_states(), partitions)
     visited = [(q, ("V", payload[1], b"", None)) for q, payload in level1]
     shuffled: dict[int, list] = {q: [] for q in range(partitions)}
@@ -70,8 +70,8 @@ def test_one_expand_and_anti_join_round_gives_exactly_the_second_bfs_level(parti
 def test_the_package_zip_imports_without_isrcheck_installed(tmp_path):
     path = spark_context.package_zip(tmp_path)
     names = zipfile.ZipFile(path).namelist()
-    assert "isrcheck/checker/spark_tasks.py" in names and "isrcheck/model/successors.py" in names
-    assert "isrcheck/checker/spark_vector.py" in names and "isrcheck/model/kernel_batch.py" in names
+    assert "isrcheck/checker/spark_tasks.py" in names and "isrcheck/model/fused.py" in names
+    assert "isrcheck/checker/spark_vector.py" in names and "isrcheck/model/plan.py" in names
     assert not any(n.startswith("isrcheck/cli/") for n in names)  # executors need no click or rich
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"

@@ -1,6 +1,6 @@
 """The symbolic transition relation is the explicit one, in both directions.
 
-If successors.py changes and model/symbolic.py does not, these fail: every
+Every action runs in Z3 from its definition; should that ever diverge from the reference, these fail: every
 explicit successor of a state must satisfy T(s, s') with its own action index
 (arbitrary Hypothesis states, reachable or not), and, enumerating with blocking
 clauses, T must have no successor that the explicit step lacks.

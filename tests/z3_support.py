@@ -7,7 +7,7 @@ import z3
 from isrcheck.checker import CheckOptions
 from isrcheck.checker.z3_engine import Z3Engine
 from isrcheck.model import ModelConfig, PartitionState, ReplicationModel
-from isrcheck.model.symbolic_state import Space, SymState
+from isrcheck.model.symbolic_space import Space, SymState
 from isrcheck.properties import select
 
 

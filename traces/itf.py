@@ -1,10 +1,15 @@
 """ITF JSON (the Informal Trace Format of Apalache and Quint) for isrcheck traces.
 
-Variable names follow the published specification (``replicaLog``,
-``replicaState``, ``quorumState``, ``leaderAndIsrRequests``, ``nextRecordId``,
-``nextLeaderEpoch``); the Kafka model adds its history variables. ``None`` is
-written as the specification's ``"NONE"`` and a missing epoch as ``-1``. Each
-state's ``#meta`` holds the action that produced it, name and parameters.
+The variables come from the state schema (``model/fields.py``): each field has its
+place in ITF (``Field.itf``: a variable, or a key of a per-replica record or of the
+quorum's record) and each kind its JSON form. Names follow the published
+specification (``replicaLog``, ``replicaState``, ``quorumState``,
+``leaderAndIsrRequests``, ``nextRecordId``, ``nextLeaderEpoch``); the Kafka model adds
+its fields. ``None`` is written as the specification's ``"NONE"`` for a broker and as
+``-1`` for a number. What the specification stores and the model derives is written
+too, and checked on reading: a broker's ``alive`` (no crash mark), the quorum's leader
+and epoch (the newest request's), ``nextLeaderEpoch`` (how many requests were sent).
+Each state's ``#meta`` holds the action that produced it, name and parameters.
 """
 
 from __future__ import annotations
@@ -14,77 +19,176 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from isrcheck import MODEL_VERSION, __version__
-from isrcheck.model import ModelConfig, PartitionState, QuorumState, Record, ReplicaState, Request
+from isrcheck.model import ModelConfig, Record, Request
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError
+from isrcheck.model.kafka import KAFKA
+from isrcheck.model.schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind
 
 from .trace import Step, Trace, TraceError
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-CORE_VARS = [
-    "replicaLog",
-    "replicaState",
-    "quorumState",
-    "leaderAndIsrRequests",
-    "nextRecordId",
-    "nextLeaderEpoch",
-]
-KAFKA_VARS = ["crashes", "diskLosses", "acked", "committed", "readable"]
 NONE = "NONE"
+# the published specification's variables first, in its order; then the model's others
+ORDER = ["replicaLog", "replicaState", "quorumState", "leaderAndIsrRequests", "nextRecordId", "nextLeaderEpoch"]
 
 
-def _opt(v: int | None, none: Any) -> Any:
-    return none if v is None else v
+# ---- values by kind ------------------------------------------------------------------------------
+def _to_json(f: Field, value: Any) -> Any:
+    k = f.kind
+    if isinstance(k, LogKind):
+        return [{"id": x.id, "epoch": x.epoch} for x in value]
+    if isinstance(k, RequestsKind):
+        return {"#set": [_request_json(q) for q in value]}
+    if isinstance(k, (Brokers, Ids)):
+        return {"#set": sorted(value)}
+    if isinstance(k, Broker):
+        return NONE if value is None else value
+    if isinstance(k, Maybe):
+        return -1 if value is None else value
+    return value
 
 
-def _set(items) -> dict:
-    return {"#set": sorted(items)}
+def _request_json(q: Any) -> dict[str, Any]:
+    return {"leaderEpoch": -1 if q.leader_epoch is None else q.leader_epoch, "leader": NONE if q.leader is None else q.leader,
+            "isr": {"#set": sorted(q.isr)}}
 
 
-def _state_to_itf(ps: PartitionState, kafka: bool) -> dict[str, Any]:
-    def replica_state(rs: ReplicaState) -> dict[str, Any]:
-        d = {
-            "hw": rs.hw,
-            "leaderEpoch": _opt(rs.leader_epoch, -1),
-            "leader": _opt(rs.leader, NONE),
-            "isr": _set(rs.isr),
-        }
-        if kafka:
-            d["alive"] = rs.alive
-            d["crashMark"] = _opt(rs.crash_mark, -1)
-            d["leaderSince"] = _opt(rs.leader_since, -1)
-        return d
-
-    def quorum(q: QuorumState | Request) -> dict[str, Any]:
-        return {"leaderEpoch": _opt(q.leader_epoch, -1), "leader": _opt(q.leader, NONE), "isr": _set(q.isr)}
-
-    out = {
-        "replicaLog": {"#map": [[r, [{"id": x.id, "epoch": x.epoch} for x in rs.log]] for r, rs in enumerate(ps.replicas)]},
-        "replicaState": {"#map": [[r, replica_state(rs)] for r, rs in enumerate(ps.replicas)]},
-        "quorumState": quorum(ps.quorum),
-        "leaderAndIsrRequests": {"#set": [quorum(q) for q in ps.requests]},
-        "nextRecordId": ps.next_record_id,
-        "nextLeaderEpoch": ps.next_leader_epoch,
-    }
-    if kafka:
-        out.update(
-            crashes=ps.crashes,
-            diskLosses=ps.disk_losses,
-            acked=_set(ps.acked),
-            committed=_set(ps.committed),
-            readable=_set(ps.readable),
-        )
-    return out
+def _from_json(f: Field, v: Any) -> Any:
+    k = f.kind
+    if isinstance(k, LogKind):
+        if not isinstance(v, list):
+            raise TraceError(f"{f.itf} must be a list of records")
+        return tuple(Record(_int(x["id"]), _int(x["epoch"])) for x in v)
+    if isinstance(k, RequestsKind):
+        if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
+            raise TraceError(f"{f.itf} must be a set")
+        reqs = [Request(_int(x["leaderEpoch"]), _opt_int(x["leader"], NONE), _ints(x["isr"])) for x in v["#set"]]
+        return tuple(sorted(reqs, key=lambda r: r.leader_epoch))
+    if isinstance(k, (Brokers, Ids)):
+        return _ints(v)
+    if isinstance(k, Broker):
+        return _opt_int(v, NONE)
+    if isinstance(k, Maybe):
+        return _opt_int(v, -1)
+    if isinstance(k, Count):
+        return _int(v)
+    raise TraceError(f"no ITF form for {f.name}")
 
 
+def _int(v: Any) -> int:
+    if isinstance(v, dict) and "#bigint" in v:
+        v = int(v["#bigint"])
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TraceError(f"expected an integer, found {v!r}")
+    return v
+
+
+def _opt_int(v: Any, none: Any) -> int | None:
+    return None if v == none else _int(v)
+
+
+def _ints(v: Any) -> frozenset[int]:
+    if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
+        raise TraceError(f"expected a set, found {v!r}")
+    return frozenset(_int(x) for x in v["#set"])
+
+
+def _map(v: Any) -> dict[int, Any]:
+    if not isinstance(v, dict) or not isinstance(v.get("#map"), list):
+        raise TraceError(f"expected a map, found {v!r}")
+    return {_int(k): val for k, val in v["#map"]}
+
+
+# ---- states ----------------------------------------------------------------------------------------
+def _written(config: ModelConfig) -> list[Field]:
+    return [f for f in KAFKA.fields if f.in_itf(config)]
+
+
+def _state_to_itf(ps: Any, config: ModelConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    records: dict[str, list[dict[str, Any]]] = {}  # per-replica record vars
+    for f in _written(config):
+        var, _, key = f.itf.partition(".")
+        if f.replica:
+            values = [getattr(rs, f.name) for rs in ps.replicas]
+            if key:
+                rows = records.setdefault(var, [{} for _ in ps.replicas])
+                for row, rs, value in zip(rows, ps.replicas, values):
+                    if f.name == "crash_mark":
+                        row["alive"] = rs.alive  # the specification's flag, derived from the crash mark
+                    row[key] = _to_json(f, value)
+                out.setdefault(var, None)
+            else:
+                out[var] = {"#map": [[r, _to_json(f, v)] for r, v in enumerate(values)]}
+        elif key:
+            rec = out.setdefault(var, {})
+            if var == "quorumState":  # the quorum's leader and epoch are the newest request's
+                q = ps.quorum
+                rec["leaderEpoch"], rec["leader"] = -1 if q.leader_epoch is None else q.leader_epoch, (
+                    NONE if q.leader is None else q.leader
+                )
+            rec[key] = _to_json(f, getattr(ps, f.name))
+        else:
+            out[var] = _to_json(f, getattr(ps, f.name))
+            if isinstance(f.kind, RequestsKind):
+                out["nextLeaderEpoch"] = ps.next_leader_epoch
+    for var, rows in records.items():
+        out[var] = {"#map": [[r, row] for r, row in enumerate(rows)]}
+    return {v: out[v] for v in _order(out)}
+
+
+def _order(names: Any) -> list[str]:
+    return [v for v in ORDER if v in names] + [v for v in names if v not in ORDER]
+
+
+def _state_from_itf(st: dict[str, Any], config: ModelConfig) -> Any:
+    cls_replica, cls_state = KAFKA.classes
+    rf = config.rf
+    per_replica: list[dict[str, Any]] = [{} for _ in range(rf)]
+    shared: dict[str, Any] = {}
+    maps: dict[str, dict[int, Any]] = {}
+    for f in _written(config):
+        var, _, key = f.itf.partition(".")
+        if f.replica:
+            if var not in maps:
+                maps[var] = _map(st[var])
+                if sorted(maps[var]) != list(range(rf)):
+                    raise TraceError(f"expected replicas 0 to {rf - 1}")
+            for r in range(rf):
+                raw = maps[var][r][key] if key else maps[var][r]
+                per_replica[r][f.name] = _from_json(f, raw)
+        else:
+            shared[f.name] = _from_json(f, st[var][key] if key else st[var])
+    ps = cls_state(replicas=tuple(cls_replica(**fields) for fields in per_replica), **shared)
+    _check_derived(st, ps, config, maps)
+    return ps
+
+
+def _check_derived(st: dict[str, Any], ps: Any, config: ModelConfig, maps: dict[str, dict[int, Any]]) -> None:
+    """What the specification stores and the model derives must agree with the fields."""
+    q = st.get("quorumState")
+    if isinstance(q, dict):
+        if _opt_int(q.get("leaderEpoch"), -1) != ps.quorum.leader_epoch or _opt_int(q.get("leader"), NONE) != ps.quorum.leader:
+            raise TraceError("quorumState's leader and epoch are not those of the newest request")
+    if "nextLeaderEpoch" in st and _int(st["nextLeaderEpoch"]) != ps.next_leader_epoch:
+        raise TraceError("nextLeaderEpoch is not the number of requests sent")
+    for r, row in maps.get("replicaState", {}).items():
+        alive = row.get("alive", True) if isinstance(row, dict) else True
+        if not isinstance(alive, bool):
+            raise TraceError("alive must be true or false")
+        if alive != ps.replicas[r].alive:
+            raise TraceError(f"replica {r}: alive and crashMark disagree")
+
+
+# ---- traces --------------------------------------------------------------------------------------------
 def to_itf(trace: Trace) -> dict[str, Any]:
-    kafka = not trace.config.core
     states = []
     for i, step in enumerate(trace.steps):
         meta: dict[str, Any] = {"index": i}
         if step.action is not None:
             meta["action"] = {"name": step.action.name, "params": step.action.args}
-        states.append({"#meta": meta, **_state_to_itf(step.state, kafka)})
+        states.append({"#meta": meta, **_state_to_itf(step.state, trace.config)})
     return {
         "#meta": {
             "format": "ITF",
@@ -99,7 +203,7 @@ def to_itf(trace: Trace) -> dict[str, Any]:
                 "doc": trace.doc,
             },
         },
-        "vars": CORE_VARS + (KAFKA_VARS if kafka else []),
+        "vars": [v for v in states[0] if v != "#meta"] if states else [],
         "states": states,
     }
 
@@ -111,9 +215,6 @@ def save(trace: Trace, path: str | FilePath) -> FilePath:
     tmp.write_text(json.dumps(to_itf(trace), indent=1) + "\n")
     tmp.replace(path)
     return path
-
-
-# ---- reading --------------------------------------------------------------------
 
 
 def load(path: str | FilePath) -> Trace:
@@ -159,14 +260,7 @@ def from_itf(data: Any) -> Trace:
             raise TraceError(f"state {i}: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise TraceError(f"state {i} is malformed ({type(e).__name__}: {e})") from None
-    return Trace(
-        config,
-        tuple(steps),
-        meta.get("property"),
-        meta.get("expectation"),
-        str(meta.get("doc") or ""),
-        version,
-    )
+    return Trace(config, tuple(steps), meta.get("property"), meta.get("expectation"), str(meta.get("doc") or ""), version)
 
 
 def _action(a: Any) -> Action:
@@ -176,74 +270,3 @@ def _action(a: Any) -> Action:
     if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in params.items()):
         raise TraceError("action parameters must be integers")
     return Action(a["name"], tuple(params.items()))
-
-
-def _int(v: Any) -> int:
-    if isinstance(v, dict) and "#bigint" in v:
-        v = int(v["#bigint"])
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TraceError(f"expected an integer, found {v!r}")
-    return v
-
-
-def _opt_int(v: Any, none: Any) -> int | None:
-    return None if v == none else _int(v)
-
-
-def _ints(v: Any) -> frozenset[int]:
-    if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
-        raise TraceError(f"expected a set, found {v!r}")
-    return frozenset(_int(x) for x in v["#set"])
-
-
-def _map(v: Any) -> dict[int, Any]:
-    if not isinstance(v, dict) or not isinstance(v.get("#map"), list):
-        raise TraceError(f"expected a map, found {v!r}")
-    return {_int(k): val for k, val in v["#map"]}
-
-
-def _state_from_itf(st: dict[str, Any], config: ModelConfig) -> PartitionState:
-    logs = _map(st["replicaLog"])
-    rstates = _map(st["replicaState"])
-    if sorted(logs) != list(range(config.rf)) or sorted(rstates) != list(range(config.rf)):
-        raise TraceError(f"expected replicas 0 to {config.rf - 1}")
-    replicas = []
-    for r in range(config.rf):
-        rs = rstates[r]
-        alive = rs.get("alive", True)
-        if not isinstance(alive, bool):
-            raise TraceError("alive must be true or false")
-        replicas.append(
-            ReplicaState(
-                log=tuple(Record(_int(x["id"]), _int(x["epoch"])) for x in logs[r]),
-                hw=_int(rs["hw"]),
-                leader_epoch=_opt_int(rs["leaderEpoch"], -1),
-                leader=_opt_int(rs["leader"], NONE),
-                isr=_ints(rs["isr"]),
-                alive=alive,
-                crash_mark=_opt_int(rs.get("crashMark", -1), -1),
-                leader_since=_opt_int(rs.get("leaderSince", -1), -1),
-            )
-        )
-    q = st["quorumState"]
-    quorum = QuorumState(_opt_int(q["leaderEpoch"], -1), _opt_int(q["leader"], NONE), _ints(q["isr"]))
-    reqs = st["leaderAndIsrRequests"]
-    if not isinstance(reqs, dict) or not isinstance(reqs.get("#set"), list):
-        raise TraceError("leaderAndIsrRequests must be a set")
-    requests = sorted(
-        (Request(_int(x["leaderEpoch"]), _opt_int(x["leader"], NONE), _ints(x["isr"])) for x in reqs["#set"]),
-        key=lambda r: r.leader_epoch,
-    )
-    kafka = not config.core
-    return PartitionState(
-        replicas=tuple(replicas),
-        quorum=quorum,
-        requests=tuple(requests),
-        next_record_id=_int(st["nextRecordId"]),
-        next_leader_epoch=_int(st["nextLeaderEpoch"]),
-        crashes=_int(st["crashes"]) if kafka else 0,
-        disk_losses=_int(st["diskLosses"]) if kafka else 0,
-        acked=_ints(st["acked"]) if kafka else frozenset(),
-        committed=_ints(st["committed"]) if kafka else frozenset(),
-        readable=_ints(st["readable"]) if kafka else frozenset(),
-    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
+from isrcheck.model.kafka import KAFKA
 from isrcheck.properties import BY_NAME
 
 from . import itf
@@ -38,6 +39,7 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
     A trace that replays but whose last state does not break (or witness) the property
     it names was cut or edited: showing it would mark the wrong step.
     """
+    model = model or ReplicationModel(trace.config)
     replay(trace, model)
     name = trace.property_name
     if name is None:
@@ -49,7 +51,7 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
         raise TraceError(f"the trace calls {name} {trace.expectation!r}, but it is an {prop.expectation!r} property")
     if not prop.applies(trace.config):
         raise TraceError(f"property {name} does not apply to the trace's configuration")
-    holds = prop.reference(trace.steps[-1].state)
+    holds = prop.reference(model, trace.steps[-1].state)
     if prop.expectation == "always" and holds:
         raise TraceError(f"the last state does not violate {name}: the trace was cut or edited")
     if prop.expectation == "sometimes" and not holds:
@@ -192,20 +194,14 @@ def _step(trace: Trace, i: int) -> StepView:
                                       ("isr", bq.isr, q.isr)) if a != b}
     histories: list[tuple[str, frozenset[int], frozenset[int]]] = []
     counters: list[tuple[str, int, int, bool]] = []
-    if not config.core:
-        for label, field in (("acknowledged", "acked"), ("committed", "committed"), ("readable", "readable")):
-            if field == "acked" and config.acks == "0":
-                continue
-            if field == "readable" and not config.consumer:
-                continue
-            ids = getattr(ps, field)
-            new = ids - getattr(before, field) if before is not None else frozenset()
-            histories.append((label, ids, new))
-        if config.crashes:
-            counters.append(("crashes", ps.crashes, config.crashes, before is not None and before.crashes != ps.crashes))
-        if config.disk_loss:
-            counters.append(("disk losses", ps.disk_losses, config.disk_loss,
-                             before is not None and before.disk_losses != ps.disk_losses))
+    for f in KAFKA.fields:  # the histories and counters that the configuration keeps
+        if f.replica or not f.kept(config) or not f.shown:
+            continue
+        now, was = getattr(ps, f.name), getattr(before, f.name) if before is not None else None
+        if f.shown == "history":
+            histories.append((f.label, now, now - was if was is not None else frozenset()))
+        else:
+            counters.append((f.label, now, f.kind.hi(config), was is not None and was != now))
     return StepView(
         index=i,
         action=action_text,

@@ -1,0 +1,118 @@
+"""The controller's actions: elect a leader, take a replica out of the ISR, fail over, elect uncleanly.
+
+Each sends one LeaderAndIsr request with a fresh epoch (the quorum's new state). The
+published specification has the first two, removal from the ISR being its
+abstraction of failure detection (which may come late or never). The Kafka model adds
+Kafka's rules: crashed brokers are not elected; a failed leader's partition goes
+leaderless only when no other ISR member is alive, otherwise ``ControllerFailover``
+elects one in the same request; the last ISR member stays in the ISR (ZooKeeper-era
+Kafka, which is what makes the last-replica-standing loss possible); with unclean
+election on, a live replica outside the ISR may be elected once no live ISR member
+remains, the deposed last member counting as down.
+"""
+
+from __future__ import annotations
+
+from .actions import BROKER
+from .fields import KAFKA, NONE, alive, can_elect, kafka
+from .words import fmt_isr
+
+
+def _elected(before, after, a) -> str:
+    return f"controller elects broker {a['leader']} leader at epoch {after.quorum.leader_epoch} (ISR {fmt_isr(after.quorum.isr)})"
+
+
+@KAFKA.family(
+    params=(BROKER("leader"),),
+    describe=_elected,
+    short=lambda b, a, p: f"controller elects broker {p['leader']} (e{a.quorum.leader_epoch})",
+)
+def ControllerElectLeader(s, x, leader):
+    R, q = s.requests, s.quorum_isr
+    yield can_elect(s, x)
+    yield x.has(q, leader)
+    yield x.last_leader(R) != leader
+    yield alive(s, leader)
+    s.requests = x.send(R, leader, q)
+
+
+def _shrink_words(before, after, a) -> str:
+    r = a["replica"]
+    if before.quorum.leader == r:
+        return f"controller sees leader broker {r} fail: no leader at epoch {after.quorum.leader_epoch}, ISR {fmt_isr(after.quorum.isr)}"
+    return f"controller removes broker {r} from the ISR at epoch {after.quorum.leader_epoch}: ISR {fmt_isr(after.quorum.isr)}"
+
+
+def _shrink_short(before, after, a) -> str:
+    if before.quorum.leader == a["replica"]:
+        return f"controller: leader {a['replica']} failed (e{after.quorum.leader_epoch})"
+    return f"controller drops {a['replica']} from ISR (e{after.quorum.leader_epoch})"
+
+
+@KAFKA.family(params=(BROKER("replica"),), describe=_shrink_words, short=_shrink_short)
+def ControllerShrinkIsr(s, x, replica):
+    r, R, q = replica, s.requests, s.quorum_isr
+    leads = x.last_leader(R) == r
+    yield can_elect(s, x)
+    if kafka(s.cfg):
+        others_down = x.all_(x.implies(x.has(q, m), x.not_(alive(s, m))) for m in range(s.cfg.rf) if m != r)
+        follower_leaves = x.and_(x.not_(leads), x.has(q, r), x.not_(x.only(q, r)))
+        yield x.or_(x.and_(leads, others_down), follower_leaves)
+    else:
+        yield x.or_(leads, x.has(q, r))
+    new = x.put(x.drop(q, r), r, x.and_(leads, x.only(q, r)))  # a failed sole member stays
+    s.quorum_isr = new
+    s.requests = x.send(R, x.ite(leads, NONE, x.last_leader(R)), new)
+
+
+@KAFKA.family(
+    params=(BROKER("leader"),),
+    when=kafka,
+    describe=lambda b, a, p: (
+        f"controller sees leader broker {b.quorum.leader} fail and elects broker {p['leader']} "
+        f"at epoch {a.quorum.leader_epoch} (ISR {fmt_isr(a.quorum.isr)})"
+    ),
+    short=lambda b, a, p: f"controller fails over to broker {p['leader']} (e{a.quorum.leader_epoch})",
+)
+def ControllerFailover(s, x, leader):
+    """Kafka's failover: the controller sees the leader fail and, in the same request,
+    elects a live ISR member and drops the old leader from the ISR."""
+    R, q = s.requests, s.quorum_isr
+    old = x.last_leader(R)
+    yield can_elect(s, x)
+    yield old != NONE
+    yield old != leader
+    yield x.has(q, leader)
+    yield alive(s, leader)
+    new = x.drop(q, old)
+    s.quorum_isr = new
+    s.requests = x.send(R, leader, new)
+
+
+def _deposed(s, x, m: int):
+    """Broker m is the last ISR member that the controller has just failed as leader: it
+    counts as down, so an unclean election may pass it by."""
+    R = s.requests
+    return x.and_(
+        x.sent(R) >= 2, x.last_leader(R) == NONE, x.leader_of(R, x.sent(R) - 2) == m, x.only(s.quorum_isr, m)
+    )
+
+
+@KAFKA.family(
+    params=(BROKER("leader"),),
+    when=lambda cfg: kafka(cfg) and cfg.unclean_election,
+    describe=lambda b, a, p: (
+        f"controller elects out-of-sync broker {p['leader']} leader at epoch {a.quorum.leader_epoch}: "
+        f"unclean election, ISR reset to {fmt_isr(a.quorum.isr)}"
+    ),
+    short=lambda b, a, p: f"controller elects broker {p['leader']} UNCLEAN (e{a.quorum.leader_epoch})",
+)
+def ControllerUncleanElect(s, x, leader):
+    q, rf = s.quorum_isr, s.cfg.rf
+    yield can_elect(s, x)
+    yield alive(s, leader)
+    yield x.all_(x.implies(x.has(q, m), x.or_(x.not_(alive(s, m)), _deposed(s, x, m))) for m in range(rf))
+    yield x.not_(_deposed(s, x, leader))
+    new = x.brokers(leader)
+    s.quorum_isr = new
+    s.requests = x.send(s.requests, leader, new)

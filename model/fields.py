@@ -1,0 +1,239 @@
+"""The Kafka model's state: every field declared once, and what is derived from them.
+
+The fields of the published specification (each replica's log, HWM, leader epoch,
+believed leader and cached ISR; the quorum ISR; the LeaderAndIsr requests, one per
+epoch; the next record id) and those of the Kafka features (PROTOCOL.md): a crashed
+broker's mark, a believed leader's purgatory start, the crash and disk-loss counters,
+and the acknowledged, committed and readable records (history variables that only
+properties read). Each feature's fields exist only where the configuration switches
+the feature on, so the core machine's state is the specification's.
+
+Declaration order is the packed layout's (``layout.py``): a replica's log, then its
+numbers, the last one the least significant; the shared fields low bits first.
+
+The derived readings below (``alive``, ``true_leader_is``, ``expose``...) are what
+several families and properties share; the readable classes add the same for people.
+``KAFKA`` is the protocol; its families are declared in ``controller.py``,
+``leadership.py``, ``leader.py``, ``follower.py`` and ``brokers.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ModelConfig, Revision
+from .protocol import Fact, Protocol
+from .schema import NONE, Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind
+from .state import QuorumState
+
+
+def kafka(cfg: ModelConfig) -> bool:
+    return not cfg.core
+
+
+def crashes(cfg: ModelConfig) -> bool:
+    return not cfg.core and cfg.crashes > 0
+
+
+def disk_losses(cfg: ModelConfig) -> bool:
+    return not cfg.core and cfg.disk_loss > 0
+
+
+def purgatory(cfg: ModelConfig) -> bool:
+    """acks=all: a leader's produce requests wait in its purgatory for the HWM."""
+    return not cfg.core and cfg.acks == "all"
+
+
+def acknowledges(cfg: ModelConfig) -> bool:
+    return not cfg.core and cfg.acks != "0"
+
+
+def consumer(cfg: ModelConfig) -> bool:
+    return not cfg.core and cfg.consumer
+
+
+def fenced(cfg: ModelConfig) -> bool:
+    return cfg.revision is Revision.KIP_320
+
+
+def _records(cfg: ModelConfig) -> int:
+    return cfg.max_records
+
+
+def _epochs(cfg: ModelConfig) -> int:
+    return cfg.max_leader_epoch
+
+
+NO_IDS: frozenset[int] = frozenset()
+
+FIELDS = (
+    # a replica: its log on disk, and its in-memory view of the partition
+    Field("log", LogKind(), True, lambda c: (), "replicaLog", "its records (id, epoch), offset by offset"),
+    Field("hw", Count(lambda c: c.logsize), True, lambda c: 0, "replicaState.hw", "its high watermark"),
+    Field("leader_epoch", Maybe(_epochs), True, lambda c: None, "replicaState.leaderEpoch",
+          "the newest leader epoch it has applied (a restarted broker: one below the quorum's, KIP-380)"),
+    Field("leader", Broker(), True, lambda c: None, "replicaState.leader", "the leader it believes in"),
+    Field("isr", Brokers(), True, lambda c: frozenset(), "replicaState.isr", "its cached ISR"),
+    Field("crash_mark", Maybe(_records), True, lambda c: None, "replicaState.crashMark",
+          "while crashed, the next record id at its crash (None while alive)",
+          when=crashes, default=None, itf_when=kafka),
+    Field("leader_since", Maybe(_epochs), True, lambda c: None, "replicaState.leaderSince",
+          "the epoch its current leadership began: its purgatory holds what it appended since (acks=all)",
+          when=purgatory, default=None, itf_when=kafka),
+    # shared: the producer's counter, the controller's truth, the features' counters and histories
+    Field("next_record_id", Count(_records), False, lambda c: 0, "nextRecordId", "the next record's id"),
+    Field("quorum_isr", Brokers(), False, lambda c: frozenset(range(c.rf)), "quorumState.isr", "the quorum ISR"),
+    Field("requests", RequestsKind(), False, lambda c: (), "leaderAndIsrRequests",
+          "the LeaderAndIsr requests sent, one per epoch: their count is the next leader epoch"),
+    Field("crashes", Count(lambda c: c.crashes), False, lambda c: 0, "crashes", "broker crashes so far",
+          when=crashes, default=0, itf_when=kafka, shown="counter", label="crashes"),
+    Field("disk_losses", Count(lambda c: c.disk_loss), False, lambda c: 0, "diskLosses",
+          "crashes that wiped the broker's disk so far", when=disk_losses, default=0, itf_when=kafka,
+          shown="counter", label="disk losses"),
+    Field("acked", Ids(_records), False, lambda c: NO_IDS, "acked", "records acknowledged to the producer",
+          when=acknowledges, default=NO_IDS, itf_when=kafka, shown="history", label="acknowledged"),
+    Field("committed", Ids(_records), False, lambda c: NO_IDS, "committed",
+          "records that were below the true leader's HWM", when=kafka, default=NO_IDS,
+          shown="history", label="committed"),
+    Field("readable", Ids(_records), False, lambda c: NO_IDS, "readable",
+          "records a consumer could read (below a believed leader's HWM)", when=consumer, default=NO_IDS,
+          itf_when=kafka, shown="history", label="readable"),
+)
+
+
+class KafkaReplica:
+    """What the readable replica record derives."""
+
+    __slots__ = ()
+    crash_mark: int | None
+    log: tuple
+
+    @property
+    def alive(self) -> bool:
+        return self.crash_mark is None
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+
+class KafkaState:
+    """What the readable state derives: the quorum's leader and epoch are the newest request's."""
+
+    __slots__ = ()
+    replicas: tuple
+    requests: tuple
+    quorum_isr: frozenset[int]
+
+    @property
+    def next_leader_epoch(self) -> int:
+        return len(self.requests)
+
+    @property
+    def quorum(self) -> QuorumState:
+        last = self.requests[-1] if self.requests else None
+        return QuorumState(last.leader_epoch if last else None, last.leader if last else None, self.quorum_isr)
+
+    def presumes_leadership(self, replica: int) -> bool:
+        return self.replicas[replica].leader == replica
+
+    def is_true_leader(self, replica: int) -> bool:
+        rs, q = self.replicas[replica], self.quorum
+        return q.leader == replica and rs.leader == replica and rs.leader_epoch == q.leader_epoch
+
+    def true_leader(self) -> int | None:
+        q = self.quorum.leader
+        return q if q is not None and self.is_true_leader(q) else None
+
+
+def _known_leader(v, x):
+    e, ld, isr = v["leader_epoch"], v["leader"], v["isr"]
+    return x.or_(
+        x.and_(e == NONE, ld == NONE, x.empty(isr)),  # has heard of no leader
+        x.and_(e != NONE, ld != NONE, x.has(isr, ld)),  # a leader is in the ISR it was told
+    )
+
+
+def _restarted(v, x):
+    return x.and_(v["leader_epoch"] != NONE, v["leader"] == NONE, x.empty(v["isr"]))
+
+
+FACTS = (
+    Fact("a replica's leader, epoch and ISR come from one request, whose leader is in its ISR; "
+         "a restarted broker is fenced at an epoch before it has heard of a leader (KIP-380)",
+         ("leader_epoch", "leader", "isr"),
+         lambda v, x, cfg: x.or_(_known_leader(v, x), x.and_(crashes(cfg), _restarted(v, x)))),
+    Fact("in the Kafka model a replica's HWM is within its log: every step that moves either keeps it so",
+         ("log", "hw"), lambda v, x, cfg: x.or_(cfg.core, v["hw"] <= x.length(v["log"]))),
+    Fact("a purgatory starts no later than the leadership it belongs to",
+         ("leader_epoch", "leader", "leader_since"),
+         lambda v, x, cfg: x.or_(v["leader_since"] == NONE,
+                                 x.and_(v["leader"] != NONE, v["leader_since"] <= v["leader_epoch"]))),
+    Fact("a crashed broker holds nothing in memory: no epoch, leader, ISR or purgatory",
+         ("leader_epoch", "leader", "isr", "crash_mark", "leader_since"),
+         lambda v, x, cfg: x.or_(v["crash_mark"] == NONE, x.and_(v["leader_epoch"] == NONE, v["leader"] == NONE,
+                                                                x.empty(v["isr"]), v["leader_since"] == NONE))),
+)
+REQUEST_FACTS = (
+    Fact("a request names no leader, or a leader in its ISR (elections pick ISR members)", ("leader", "isr"),
+         lambda v, x, cfg: x.or_(v["leader"] == NONE, x.has(v["isr"], v["leader"]))),
+)
+
+KAFKA = Protocol("kafka", FIELDS, KafkaReplica, KafkaState, FACTS, REQUEST_FACTS, distinct_log_ids=True)
+ReplicaState, PartitionState = KAFKA.classes
+
+
+# ---- derived readings, shared by families and properties (every backend) -----------------------------
+def alive(s: Any, r: int) -> Any:
+    """Broker r is up (always, where crashes are off)."""
+    return s.memo(("alive", r), lambda: s.crash_mark[r] < 0)
+
+
+def leads(s: Any, r: int) -> Any:
+    """Broker r believes it leads."""
+    return s.memo(("leads", r), lambda: s.leader[r] == r)
+
+
+def behind(s: Any, x: Any, r: int, epoch: Any) -> Any:
+    """Broker r has not applied the request of this epoch (or any later one)."""
+    return s.memo(("behind", r, epoch), lambda: s.leader_epoch[r] < epoch)
+
+
+def anyone_behind(s: Any, x: Any, epoch: Any) -> Any:
+    """Some broker has not applied the request of this epoch: the states where it can be
+    applied at all (most states have applied most requests, so this is selective)."""
+    return s.memo(("anyone_behind", epoch), lambda: x.any_(behind(s, x, r, epoch) for r in range(s.cfg.rf)))
+
+
+def quorum_leader(s: Any, x: Any) -> Any:
+    return s.memo("quorum_leader", lambda: x.last_leader(s.requests))
+
+
+def quorum_epoch(s: Any, x: Any) -> Any:
+    return s.memo("quorum_epoch", lambda: x.sent(s.requests) - 1)
+
+
+def true_leader_is(s: Any, x: Any, r: int) -> Any:
+    """Broker r is the true leader: the quorum's leader, having applied the quorum's epoch."""
+    return s.memo(
+        ("true_leader", r),
+        lambda: x.and_(quorum_leader(s, x) == r, s.leader[r] == r, s.leader_epoch[r] == quorum_epoch(s, x)),
+    )
+
+
+def can_elect(s: Any, x: Any) -> Any:
+    """An epoch is left for a new LeaderAndIsr request (no bound in the unbounded mode)."""
+    bound = s.cfg.max_leader_epoch
+    return True if bound is None else s.memo("can_elect", lambda: x.sent(s.requests) <= bound)
+
+
+def expose(s: Any, x: Any, ids: Any, by_true_leader: Any) -> None:
+    """Record ids now below a believed leader's HWM: readable by some consumer, and
+    committed when that leader is the true leader (the history fields, where kept)."""
+    if s.keeps("readable"):
+        s.readable = x.union(s.readable, ids)
+    if s.keeps("committed"):
+        s.committed = x.ite(by_true_leader, x.union(s.committed, ids), s.committed)
+
+
+__all__ = ["FIELDS", "KAFKA", "NONE", "PartitionState", "ReplicaState"]

@@ -1,0 +1,155 @@
+"""What a leader does: append a record, advance its high watermark, shrink or expand the ISR.
+
+A replica that believes it leads appends a record stamped with its epoch and raises
+its HWM by one once every member of its cached ISR has the record there. Only the
+true leader changes the ISR (the quorum's and its cached copy at once): it removes a
+follower that lacks its last record and adds one that has caught up.
+
+``kip-320`` fences these by epoch: the HWM advances only through followers of the
+same epoch, and a follower rejoins only once the leader's HWM has reached the start of
+its epoch. The published machine's fenced HWM step checks leadership only through the
+cached ISR's members, so a replica whose cached ISR is empty could raise its own; in
+Kafka only a leader does (the Kafka model's rule). Kafka 2.1+ adds a follower to the
+ISR once its log end has reached the HWM and the start of the leader's epoch
+(``Partition.isFollowerInSync``).
+
+The producer (Kafka model): with ``acks=all`` a leader whose cached ISR is below
+``min.insync.replicas`` rejects the write (NotEnoughReplicas); a record appended during
+the current leadership is acknowledged at the step the HWM passes it if the ISR then has
+``min.insync.replicas`` members (Kafka's delayed produce; else the producer gets
+NotEnoughReplicasAfterAppend). ``acks=1`` acknowledges at the append.
+"""
+
+from __future__ import annotations
+
+from .actions import BROKER
+from .fields import KAFKA, expose, fenced, kafka, leads, true_leader_is
+from .words import fmt_ids, fmt_isr
+
+
+def _write_words(before, after, a) -> str:
+    r = a["replica"]
+    rec = after.replicas[r].log[-1]
+    acked = " and acknowledges it (acks=1)" if rec.id in after.acked and rec.id not in before.acked else ""
+    return (
+        f"broker {r}, leader at epoch {after.replicas[r].leader_epoch} in its own view, appends {rec} at offset "
+        f"{len(after.replicas[r].log) - 1}{acked}"
+    )
+
+
+@KAFKA.family(
+    params=(BROKER("replica"),),
+    describe=_write_words,
+    short=lambda b, a, p: f"broker {p['replica']} appends {a.replicas[p['replica']].log[-1]}",
+)
+def LeaderWrite(s, x, replica):
+    r, cfg = replica, s.cfg
+    nid = s.next_record_id
+    yield leads(s, r)
+    if cfg.max_records is not None:
+        yield nid < cfg.max_records
+    yield x.length(s.log[r]) < cfg.logsize
+    if kafka(cfg) and cfg.acks == "all":
+        yield x.size(s.isr[r]) >= cfg.min_isr  # else NotEnoughReplicas
+    log = x.append(s.log[r], nid, s.leader_epoch[r])
+    s.log[r] = log
+    s.next_record_id = nid + 1
+    if kafka(cfg) and cfg.acks == "1":
+        s.acked = x.put(s.acked, nid)
+    expose(s, x, x.ids_below(log, s.hw[r]), true_leader_is(s, x, r))
+
+
+def _hw_words(before, after, a) -> str:
+    r = a["leader"]
+    notes = []
+    new_acks = after.acked - before.acked
+    rs = before.replicas[r]
+    if new_acks:
+        notes.append(f"the producer is told {fmt_ids(new_acks)} is written")
+    elif rs.leader_since is not None and rs.hw < len(rs.log) and rs.log[rs.hw].epoch >= rs.leader_since and rs.log[rs.hw].id not in before.acked:
+        notes.append(f"the producer of {rs.log[rs.hw]} gets NotEnoughReplicasAfterAppend (ISR {fmt_isr(rs.isr)} is below min-isr)")
+    if after.readable - before.readable and not after.committed - before.committed:
+        notes.append(f"consumers may read below it, but it is not committed: broker {r} is not the true leader")
+    return f"broker {r} advances its high watermark to {after.replicas[r].hw}" + "".join(f"; {n}" for n in notes)
+
+
+@KAFKA.family(
+    params=(BROKER("leader"),),
+    describe=_hw_words,
+    short=lambda b, a, p: f"broker {p['leader']} raises HWM to {a.replicas[p['leader']].hw}",
+)
+def LeaderIncHighWatermark(s, x, leader):
+    r, cfg = leader, s.cfg
+    lead = leads(s, r)
+    if kafka(cfg) or not fenced(cfg):
+        yield lead  # only a believed leader advances its HWM (the published fenced step: see above)
+    h, log = s.hw[r], s.log[r]
+    end = x.length(log)
+    if fenced(cfg):
+        yield h < end
+        for f in range(cfg.rf):
+            same_epoch = x.and_(lead, s.leader[f] == r, s.leader_epoch[f] == s.leader_epoch[r], h < x.length(s.log[f]))
+            yield x.implies(x.has(s.isr[r], f), same_epoch)
+    else:
+        yield h < cfg.logsize
+        for f in range(cfg.rf):
+            yield x.implies(x.has(s.isr[r], f), x.and_(s.leader[f] == r, h < x.length(s.log[f])))
+    s.hw[r] = h + 1
+    if kafka(cfg) and cfg.acks == "all":
+        # appended during this leadership: its delayed produce completes (with a smaller ISR
+        # the producer gets NotEnoughReplicasAfterAppend instead)
+        waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], x.size(s.isr[r]) >= cfg.min_isr)
+        s.acked = x.put(s.acked, x.id_at(log, h), waiting)
+    expose(s, x, x.ids_below(log, h + 1), true_leader_is(s, x, r))
+
+
+def _lagging(s, x, r: int, f: int):
+    end, log_f = x.length(s.log[r]), s.log[f]
+    if fenced(s.cfg):
+        return x.or_(s.leader[f] != r, s.leader_epoch[f] != s.leader_epoch[r], x.length(log_f) < end)
+    return x.not_(x.and_(s.leader[f] == r, x.or_(end == 0, end <= x.length(log_f))))
+
+
+def _caught_up(s, x, r: int, f: int):
+    h, log, end, len_f = s.hw[r], s.log[r], x.length(s.log[r]), x.length(s.log[f])
+    if fenced(s.cfg) and kafka(s.cfg):
+        # Kafka 2.1+: the follower's log end has reached the HWM and the start of the
+        # leader's epoch (Partition.isFollowerInSync)
+        epoch = s.leader_epoch[r]
+        return x.and_(s.leader_epoch[f] == epoch, len_f >= h, len_f >= x.epoch_start(log, epoch))
+    if fenced(s.cfg):
+        this_epoch = x.or_(h == end, x.and_(h < end, x.epoch_at(log, h) == s.leader_epoch[r]))
+        return x.and_(s.leader_epoch[f] == s.leader_epoch[r], x.not_(x.and_(h > 0, h > len_f)), this_epoch)
+    return x.or_(h <= 0, x.and_(h <= end, h <= len_f))
+
+
+def _set_isr(s, x, r: int, new) -> None:
+    """The true leader's ISR change: its cached ISR and the quorum's, no new epoch."""
+    s.isr[r] = new
+    s.quorum_isr = new
+
+
+@KAFKA.family(
+    params=(BROKER("leader"), BROKER("follower")),
+    describe=lambda b, a, p: f"leader broker {p['leader']} removes lagging broker {p['follower']} from the ISR: {fmt_isr(a.quorum.isr)}",
+    short=lambda b, a, p: f"leader {p['leader']} drops {p['follower']} from ISR",
+)
+def LeaderShrinkIsr(s, x, leader, follower):
+    yield follower != leader
+    yield true_leader_is(s, x, leader)
+    yield x.has(s.isr[leader], follower)
+    yield _lagging(s, x, leader, follower)
+    _set_isr(s, x, leader, x.drop(s.isr[leader], follower))
+
+
+@KAFKA.family(
+    params=(BROKER("leader"), BROKER("follower")),
+    describe=lambda b, a, p: f"leader broker {p['leader']} adds caught-up broker {p['follower']} to the ISR: {fmt_isr(a.quorum.isr)}",
+    short=lambda b, a, p: f"leader {p['leader']} adds {p['follower']} to ISR",
+)
+def LeaderExpandIsr(s, x, leader, follower):
+    yield true_leader_is(s, x, leader)
+    yield x.not_(x.has(s.isr[leader], follower))
+    yield s.leader[follower] == leader
+    yield _caught_up(s, x, leader, follower)
+    _set_isr(s, x, leader, x.put(s.isr[leader], follower))
