@@ -15,10 +15,10 @@ from array import array
 from typing import Callable, Sequence
 
 from isrcheck.model import ReplicationModel
-from isrcheck.properties import Property
+from isrcheck.properties import Property, verdict
 
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import CheckResult, Path, PropertyResult, Stats
+from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
 
@@ -128,7 +128,7 @@ class _Search:
 
     def _pending(self) -> list[tuple[str, object, bool]]:
         return [
-            (p.name, p.compile(self.model), p.expectation == "always")
+            (p.name, p.compile(self.model), verdict.always(p))
             for p in self.properties
             if p.name not in self.st.found
         ]
@@ -223,16 +223,8 @@ class _Search:
             or (self.options.max_depth is not None and len(st.level_ends) >= self.options.max_depth)
         )
         complete = not stop
-        results = []
-        for p in self.properties:
-            r = PropertyResult(p.name, p.expectation)
-            index = st.found.get(p.name)
-            if index is not None:
-                r.status = "violated" if p.expectation == "always" else "holds"
-                r.path = self.path_to(index)
-            elif exhausted:
-                r.status = "holds" if p.expectation == "always" else "violated"
-            results.append(r)
+        paths = {name: self.path_to(index) for name, index in st.found.items()}
+        results = property_results(self.properties, paths, exhausted)
         depth = len(st.level_ends)
         if complete and st.level_ends and len(st.states) > st.level_ends[-1]:
             depth += 1  # stopped early, every property decided: count the level it stopped in

@@ -25,11 +25,11 @@ from array import array
 from typing import Sequence
 
 from isrcheck.model import ReplicationModel
-from isrcheck.properties import Property
+from isrcheck.properties import Property, verdict
 
 from .bfs import replay_path
 from .engine import MEMORY_HEADROOM, CheckOptions, Observer, Progress, peak_rss
-from .result import CheckResult, PropertyResult, Stats
+from .result import CheckResult, Stats, property_results
 
 CHECK_EVERY = 1024
 _M64 = (1 << 64) - 1
@@ -56,7 +56,7 @@ class _Worker:
         self.actions = array("I")
         self.visited: set[int] = set()
         self.frontier_start = 0
-        self.pending = [(p.name, p.compile(model), p.expectation == "always") for p in properties]
+        self.pending = [(p.name, p.compile(model), verdict.always(p)) for p in properties]
 
     def absorb(self, blocks) -> tuple[int, dict[str, int]]:
         """Keep the unseen candidates of every block; check properties on them."""
@@ -282,15 +282,8 @@ class _Coordinator:
             new == 0 or (opts.max_depth is not None and depth >= opts.max_depth)
         )
         finals = self._all([("finish",)] * W)
-        results = []
-        for p in self.properties:
-            r = PropertyResult(p.name, p.expectation)
-            if p.name in found:
-                r.status = "violated" if p.expectation == "always" else "holds"
-                r.path = self._path(*found[p.name])
-            elif exhausted:
-                r.status = "holds" if p.expectation == "always" else "violated"
-            results.append(r)
+        paths = {name: self._path(*where) for name, where in found.items()}
+        results = property_results(self.properties, paths, exhausted)
         stats = Stats(
             states=sum(n for n, _, _ in finals),
             generated=generated,

@@ -39,11 +39,11 @@ import numpy as np
 
 from isrcheck.model import ReplicationModel
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
-from isrcheck.properties import Property
+from isrcheck.properties import Property, verdict
 
 from .bfs import replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import CheckResult, Path, PropertyResult, Stats
+from .result import CheckResult, Path, Stats, property_results
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
@@ -232,7 +232,7 @@ class VectorSearch:
         opts, observer, kernel = self.options, self.observer, self.kernel
         started = time.monotonic()
         limits = Limits(opts, started)
-        self.pending = [(p.name, kernel.predicate(p), p.expectation == "always") for p in self.properties]
+        self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         init = kernel.initial_keys()
         self.generated = n = init.shape[1]
         self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
@@ -270,16 +270,8 @@ class VectorSearch:
         at_depth = opts.max_depth is not None and len(self.keys) >= opts.max_depth
         exhausted = not self.stop and (exhausted_space or at_depth)
         note = self.collision_note()
-        results = []
-        for p in self.properties:
-            r = PropertyResult(p.name, p.expectation, note=note)
-            where = self.found.get(p.name)
-            if where is not None:
-                r.status = "violated" if p.expectation == "always" else "holds"
-                r.path = self.path_to(*where)
-            elif exhausted:
-                r.status = "holds" if p.expectation == "always" else "violated"
-            results.append(r)
+        paths = {name: self.path_to(*where) for name, where in self.found.items()}
+        results = property_results(self.properties, paths, exhausted, note)
         stats = Stats(
             states=self.states,
             generated=self.generated,

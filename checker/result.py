@@ -7,9 +7,10 @@ into a readable, replayed ``Trace`` is the traces package's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from isrcheck.model import ModelConfig
+from isrcheck.properties import verdict
 
 Status = Literal["holds", "violated", "proved", "unknown"]
 
@@ -79,3 +80,21 @@ class CheckResult:
     @property
     def all_hold(self) -> bool:
         return all(p.status in ("holds", "proved") for p in self.properties)
+
+
+def property_results(
+    properties: Iterable[Any], paths: dict[str, Path], exhausted: bool, note: str = "", stuck: dict[str, str] | None = None
+) -> list[PropertyResult]:
+    """Every explicit engine's verdicts (``properties/verdict.py``): a property with a path to
+    a deciding state is decided by it; the others by whether the whole bounded space was
+    explored. ``stuck``: properties decided whose trace could not be rebuilt, with why."""
+    out = []
+    for p in properties:
+        r = PropertyResult(p.name, p.expectation, note=note)
+        r.path = paths.get(p.name)
+        if stuck and p.name in stuck:
+            r.note = stuck[p.name]
+        else:
+            r.status = verdict.status(p, r.path is not None, exhausted)
+        out.append(r)
+    return out

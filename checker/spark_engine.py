@@ -54,7 +54,7 @@ from . import spark_context as ctx
 from . import spark_tasks as tasks
 from .bfs import KERNELS, replay_path, vector_kernel_for
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
-from .result import CheckResult, Path, PropertyResult, Stats
+from .result import CheckResult, Path, Stats, property_results
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
@@ -349,17 +349,11 @@ class _SparkSearch:
     def _result(self, stop: str, frontier_done: bool, depth_bound: bool, paths: dict, seconds: float) -> CheckResult:
         """The verdicts and statistics, with BFS's meaning for every field."""
         exhausted = not stop and (frontier_done or depth_bound)
-        results = []
-        for p in self.properties:
-            r = PropertyResult(p.name, p.expectation)
-            if p.name in paths:
-                r.status = "violated" if p.expectation == "always" else "holds"
-                r.path = paths[p.name]
-            elif p.name in self.found:  # decided, but its trace could not be rebuilt
-                r.note = f"decided at depth {self.found[p.name][0]}, but its trace could not be rebuilt"
-            elif exhausted:
-                r.status = "holds" if p.expectation == "always" else "violated"
-            results.append(r)
+        stuck = {  # decided, but its trace could not be rebuilt
+            name: f"decided at depth {depth}, but its trace could not be rebuilt"
+            for name, (depth, _) in self.found.items() if name not in paths
+        }
+        results = property_results(self.properties, paths, exhausted, stuck=stuck)
         stats = Stats(
             states=sum(self.level_sizes),
             generated=self.generated,

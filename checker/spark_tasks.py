@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 
 from isrcheck.model import ModelConfig, fingerprint
 from isrcheck.model.machine import model_for, properties_for
+from isrcheck.properties import verdict
 
 NO_PARENT = -1  # the parent of an initial state (packed states are never negative)
 CHUNK = 1 << 16  # states per record: keeps every record far below Spark's block limits
@@ -79,7 +80,7 @@ def _kit(job: Job) -> _Kit:
         model = model_for(job.protocol, job.config)
         sym = model.symmetry if job.symmetry else None
         predicates = {
-            name: (prop.compile(model), prop.expectation == "always")
+            name: (prop.compile(model), verdict.always(prop))
             for name, prop in properties_for(job.protocol).items()
             if prop.applies(job.config)
         }

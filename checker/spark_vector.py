@@ -28,6 +28,7 @@ import numpy as np
 
 from isrcheck.model import ModelConfig
 from isrcheck.model.machine import model_for, properties_for
+from isrcheck.properties import verdict
 from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys_of_ints
 
 from .spark_tasks import CHUNK, Job, Record, Summary
@@ -54,7 +55,7 @@ def _kit(job: Job) -> _VectorKit:
     catalog = {name: p for name, p in properties_for(job.protocol).items() if p.applies(job.config)}
     for name in job.pending:
         if name not in kit.predicates:
-            kit.predicates[name] = (kit.kernel.predicate(catalog[name]), catalog[name].expectation == "always")
+            kit.predicates[name] = (kit.kernel.predicate(catalog[name]), verdict.always(catalog[name]))
     return kit
 
 

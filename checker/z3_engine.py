@@ -39,7 +39,7 @@ from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
 from isrcheck.model.kafka import KAFKA
 from isrcheck.model.symbolic import SymbolicModel
 from isrcheck.model.symbolic_space import SymState
-from isrcheck.properties import Property
+from isrcheck.properties import Property, verdict
 from isrcheck.properties.symbolic import goal
 from isrcheck.traces.trace import TraceError, check_packed_replay
 
@@ -187,16 +187,15 @@ class _Run:
             for pend in pending:
                 bmc.push()
                 bmc.add(violations[pend.prop.name])
-                verdict = self._check(bmc)
-                if verdict == z3.sat:
+                answer = self._check(bmc)
+                if answer == z3.sat:
                     self.raw[pend.prop.name] = _decode(self.sym, bmc.model(), path, steps)
-                    r = self.results[pend.prop.name]
-                    r.status = "violated" if pend.prop.expectation == "always" else "holds"
+                    self.results[pend.prop.name].status = verdict.status(pend.prop, decided=True, exhausted=False)
                 bmc.pop()
-                if verdict == z3.unknown:
+                if answer == z3.unknown:
                     self.stop = self.stop or self.observer.should_stop() or "time limit"
                     break
-                if verdict == z3.unsat:
+                if answer == z3.unsat:
                     undecided.append(pend)
             if self.stop:
                 break
@@ -217,13 +216,13 @@ class _Run:
 
     def _finish(self, pend: _Pending, exhausted: bool, depth: int) -> None:
         r = self.results[pend.prop.name]
-        within = f"no {'violation' if pend.prop.expectation == 'always' else 'witness'} up to depth {depth}"
+        within = f"no {'violation' if verdict.always(pend.prop) else 'witness'} up to depth {depth}"
         if self.options.max_depth is None:
             within += f" (default depth of --engine z3: {self.engine.default_depth} states)"
         if self.stop:
             within += f"; stopped: {self.stop}"
         elif exhausted:
-            r.status = "holds" if pend.prop.expectation == "always" else "violated"
+            r.status = verdict.status(pend.prop, decided=False, exhausted=True)
         if exhausted and self.engine.prove == "spacer":
             from .z3_spacer import spacer_proof
 
@@ -241,11 +240,10 @@ class _Run:
 
     def _proved(self, pend: _Pending, r: PropertyResult) -> None:
         r.proof = dict(pend.proof)
-        if pend.prop.expectation == "always":
-            r.status = "proved"
+        r.status = verdict.proved(pend.prop)
+        if verdict.always(pend.prop):
             r.note = f"{r.proof['method']}: {r.proof.get('reason', '')}".rstrip(": ")
         else:
-            r.status = "violated"
             r.note = f"never happens at any depth: {r.proof['method']}, {r.proof.get('reason', '')}".rstrip(", ")
 
     def _result(self, depth: int, exhausted: bool) -> CheckResult:
@@ -318,18 +316,18 @@ class _Induction:
             self.solver.push()
             self.solver.add(goal(pend.prop, self.states[k]).formula)
             started = time.monotonic()
-            verdict = run._check(self.solver, pend.selector, budget=budget)
+            answer = run._check(self.solver, pend.selector, budget=budget)
             run.prove_spent += time.monotonic() - started
-            if verdict == z3.sat:
+            if answer == z3.sat:
                 pend.cti = self._counterexample(self.solver.model(), k)
                 pend.proof = self._outcome("failed", k, f"the {k}-step induction has a counterexample (below)")
             self.solver.pop()
-            if verdict == z3.unsat:
+            if answer == z3.unsat:
                 pend.proof = self._outcome("proved", k, f"{k}-induction with the simple-path constraint")
                 run._proved(pend, run.results[pend.prop.name])
                 self._add_lemma(pend.prop)
                 continue
-            if verdict == z3.unknown:
+            if answer == z3.unknown:
                 self._give_up(run._should_stop() or "timeout", pend, k)
             remaining.append(pend)
         return remaining

@@ -11,8 +11,8 @@ from click.core import ParameterSource
 
 from isrcheck.checker import ENGINES, CheckOptions
 from isrcheck.checker.checkpoint import CheckpointError
-from isrcheck.model import ACKS, REVISIONS, ConfigError, ModelConfig
-from isrcheck.model.config import FEATURE_FIELDS
+from isrcheck.model import REVISIONS, ConfigError, ModelConfig
+from isrcheck.model.config import FEATURE_FIELDS, FEATURES
 from isrcheck.properties import NAMES, UnknownProperty
 
 from . import report
@@ -21,14 +21,7 @@ from .runner import CheckRun, run_check
 from .units import parse_duration, parse_size
 
 # CLI option name for each feature field, for the --core conflict message.
-FEATURE_OPTIONS = {
-    "acks": "--acks",
-    "min_isr": "--min-isr",
-    "crashes": "--crashes",
-    "disk_loss": "--disk-loss",
-    "unclean_election": "--unclean-election",
-    "consumer": "--consumer/--no-consumer",
-}
+FEATURE_OPTIONS = {knob.field: knob.option.split("/")[0] for knob in FEATURES}
 
 
 def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
@@ -170,20 +163,24 @@ def _nonneg(ctx, param, value):
     return value
 
 
+def feature_options(command):
+    """check-model's option for every Kafka feature (``config.FEATURES``), in their order."""
+    for knob in reversed(FEATURES):
+        extra: dict = {"default": knob.default, "show_default": True, "help": knob.help}
+        if knob.choices:
+            extra["type"] = click.Choice(knob.choices)
+        elif "/" not in knob.option:
+            extra.update(type=int, callback=_nonneg if knob.count else None)
+        command = click.option(knob.option, knob.field, **extra)(command)
+    return command
+
+
 @click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
 @click.option("--protocol", type=click.Choice(REVISIONS), default="kip-320", show_default=True,
               help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+).")
 @click.option("--core", is_flag=True, help="The published specification's machine exactly, without Kafka features.")
-@click.option("--acks", type=click.Choice(ACKS), default="all", show_default=True, help="Producer acks.")
-@click.option("--min-isr", type=int, default=1, show_default=True, help="min.insync.replicas.")
-@click.option("--crashes", type=int, default=1, show_default=True, callback=_nonneg,
-              help="Broker crashes allowed in a run.")
-@click.option("--disk-loss", type=int, default=0, show_default=True, callback=_nonneg,
-              help="How many of the crashes also wipe the broker's disk.")
-@click.option("--unclean-election/--clean-election", "unclean_election", default=False, show_default=True,
-              help="Allow electing an out-of-sync replica when no ISR member is alive.")
-@click.option("--consumer/--no-consumer", default=True, show_default=True, help="Model a consumer.")
+@feature_options
 @click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,
               help="Records the producer may write.")
 @click.option("--log-size", type=int, default=None, callback=_nonneg, help="Log capacity [default: max-records].")

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from isrcheck import MODEL_VERSION, __version__
+from isrcheck.properties import verdict
 
 from . import report
 from .runner import CheckOutcome, config_slug
@@ -127,10 +128,10 @@ def check_model_suite(outcome: CheckOutcome) -> TestSuite:
             cases.append(Case(slug, p.name, r.stats.seconds, ERROR, f"{p.name}: {words}", "incomplete",
                               "\n".join(lines)))
         elif p.status == "violated":
-            if p.expectation == "always" and p.name in outcome.traces:
+            if verdict.broken(p, p.status) and p.name in outcome.traces:
                 lines += [line.strip("\n") for line in report.explain_lines(outcome, p.name) if line.strip()]
             cases.append(Case(slug, p.name, r.stats.seconds, FAILURE,
-                              f"{p.name} " + ("violated" if p.expectation == "always" else "never happens")
+                              f"{p.name} " + ("never happens" if verdict.outcome(p, p.status) == "never" else "violated")
                               + (f"; trace {file}" if file else ""), "violated", "\n".join(lines)))
         else:
             cases.append(Case(slug, p.name, r.stats.seconds, PASSED, output="\n".join(lines)))

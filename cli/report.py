@@ -6,10 +6,14 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from isrcheck.properties import BY_NAME
+from isrcheck.model.config import FEATURES
+from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
 
 from .runner import CheckOutcome
+
+
+BOUND_KNOBS = [knob for knob in FEATURES if knob.bound]  # the features that bound a run (crashes...)
 
 
 def bounds(outcome: CheckOutcome) -> dict[str, Any]:
@@ -19,18 +23,15 @@ def bounds(outcome: CheckOutcome) -> dict[str, Any]:
         "log_size": c.log_size,
         "max_leader_epoch": "unbounded" if c.unbounded else c.max_leader_epoch,
         "max_depth": outcome.run.options.max_depth,
-        "crashes": 0 if c.core else c.crashes,
-        "disk_loss": 0 if c.core else c.disk_loss,
+        **{knob.bound: 0 if c.core else getattr(c, knob.field) for knob in BOUND_KNOBS},
     }
 
 
 def bounds_words(outcome: CheckOutcome) -> str:
-    b = bounds(outcome)
+    b, c = bounds(outcome), outcome.run.config
     words = f"max-records {b['max_records']}, log-size {b['log_size']}, max-leader-epoch {b['max_leader_epoch']}"
-    if not outcome.run.config.core:
-        words += f", crashes {b['crashes']}"
-        if b["disk_loss"]:
-            words += f", disk-loss {b['disk_loss']}"
+    if not c.core:
+        words += "".join(f", {w}" for w in (knob.words(c) for knob in BOUND_KNOBS) if w)
     if b["max_depth"] is not None:
         words += f", max-depth {b['max_depth']}"
     return words
@@ -94,17 +95,16 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
         p = replace(p, note="")
     file = outcome.trace_files.get(name)
     saved = f": trace saved to {file}" if file else ""
-    if p.expectation == "always":
-        if p.status == "violated":
-            return f"VIOLATED in {p.trace_length} states{saved}"
-        if p.status == "proved":
-            return "proved for every depth" + (f" ({p.note})" if p.note else "")
-        if p.status == "holds":
-            return "holds within bounds" + (f" ({p.note})" if p.note else "")
-        return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
-    if p.status == "holds":
+    said = verdict.outcome(p, p.status)
+    if said == "violated":
+        return f"VIOLATED in {p.trace_length} states{saved}"
+    if said == "proved":
+        return "proved for every depth" + (f" ({p.note})" if p.note else "")
+    if said == "holds":
+        return "holds within bounds" + (f" ({p.note})" if p.note else "")
+    if said == "witnessed":
         return f"witnessed in {p.trace_length} states" + (f": example saved to {file}" if file else "")
-    if p.status == "violated":
+    if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
     return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
 
@@ -123,7 +123,7 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
     if explain:
         for p in r.properties:
-            if p.status == "violated" and p.expectation == "always" and p.name in outcome.traces:
+            if verdict.broken(p, p.status) and p.name in outcome.traces:
                 lines.extend(explain_lines(outcome, p.name))
     for p in r.properties:  # a failed induction: the state a lemma must rule out
         if p.proof and p.proof.get("cti"):

@@ -13,7 +13,8 @@ from typing import Any
 
 from isrcheck.checker import CheckOptions, CheckResult, Observer, checkpoint, get_engine
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.properties import BY_NAME, select
+from isrcheck.model.config import FEATURES
+from isrcheck.properties import BY_NAME, select, verdict
 from isrcheck.traces import Trace, trace_from_path
 from isrcheck.traces import itf
 
@@ -44,13 +45,7 @@ def config_slug(config: ModelConfig) -> str:
     if config.core:
         parts.append("core")
     else:
-        parts += [f"acks{config.acks}", f"minisr{config.min_isr}", f"crashes{config.crashes}"]
-        if config.disk_loss:
-            parts.append(f"diskloss{config.disk_loss}")
-        if config.unclean_election:
-            parts.append("unclean")
-        if not config.consumer:
-            parts.append("noconsumer")
+        parts += [token for token in (knob.slug(config) for knob in FEATURES) if token]
     defaults = ModelConfig()
     if config.unbounded:
         parts.append(f"l{config.log_size}unbounded")
@@ -122,7 +117,7 @@ def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
         trace = trace_from_path(model, pr.path.states, pr.path.actions, pr.name, prop.expectation, prop.doc)
         outcome.traces[pr.name] = trace
         if run.trace_dir is not None:
-            kind = "counterexample" if prop.expectation == "always" else "witness"
+            kind = verdict.trace_kind(prop.expectation)
             name = f"{config_slug(run.config)}-{pr.name}-{kind}.itf.json"
             outcome.trace_files[pr.name] = itf.save(trace, run.trace_dir / name)
     return outcome

@@ -27,6 +27,7 @@ from typing import Callable
 import click
 
 from isrcheck.checker import Observer
+from isrcheck.properties import verdict
 from isrcheck.traces.narrate import describe_step
 
 from . import report
@@ -73,15 +74,10 @@ class Judgement:
 
 
 def short_words(p: PropertyReport) -> str:
-    if p.status in ("holds", "proved") and p.expectation == "always":
-        return p.status
-    if p.status == "violated" and p.expectation == "always":
-        return f"violated in {p.trace_length} states"
-    if p.status == "holds":
-        return f"witnessed in {p.trace_length} states"
-    if p.status == "violated":
-        return "never happens"
-    return "unknown"
+    said = verdict.outcome(p, p.status)
+    if said in ("violated", "witnessed"):
+        return f"{said} in {p.trace_length} states"
+    return {"never": "never happens"}.get(said, said)
 
 
 def judge(check: SuiteCheck, rep: CheckReport | None) -> list[Judgement]:
@@ -153,7 +149,7 @@ def trace_text(outcome: CheckOutcome, name: str) -> tuple[str, ...]:
     trace = outcome.traces.get(name)
     if trace is None:
         return ()
-    if trace.expectation == "always":
+    if trace.is_counterexample:
         lines = [line for line in report.explain_lines(outcome, name) if line.strip()]
     else:
         lines = [f"{name}: witnessed"] + [

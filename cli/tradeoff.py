@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from isrcheck import __version__
-from isrcheck.model import ModelConfig
-from isrcheck.properties import BY_NAME, NAMES
+from isrcheck.model.config import FEATURES, Knob
+from isrcheck.properties import BY_NAME, NAMES, verdict
 
 from .suite import Suite, SuiteCheck
 from .suite_run import CheckReport, Judgement
@@ -41,13 +41,13 @@ class Cell:
     note: str = ""  # an unmet expectation
 
 
-def _election(c: ModelConfig) -> str:
-    return "-" if c.core else ("unclean" if c.unclean_election else "clean")
-
-
 def _bounds(k: SuiteCheck) -> str:
     c = k.run.config
     return f"max-records {c.max_records}, log-size {c.log_size}, max-leader-epoch {c.max_leader_epoch}"
+
+
+def _feature(knob: Knob) -> tuple[str, Callable[[SuiteCheck], str], Callable[[SuiteCheck], str]]:
+    return knob.column, lambda k: knob.cell(k.run.config), lambda k: knob.shared(k.run.config)
 
 
 # (column heading, cell text, words in the line of shared settings; '' leaves a default out)
@@ -56,19 +56,7 @@ ASPECTS: tuple[tuple[str, Callable[[SuiteCheck], str], Callable[[SuiteCheck], st
     ("rf", lambda k: str(k.run.config.rf), lambda k: f"rf {k.run.config.rf}"),
     ("machine", lambda k: "core" if k.run.config.core else "kafka",
      lambda k: "the published core machine" if k.run.config.core else ""),
-    ("min-isr", lambda k: "-" if k.run.config.core else str(k.run.config.min_isr),
-     lambda k: "" if k.run.config.core else f"min-isr {k.run.config.min_isr}"),
-    ("acks", lambda k: "-" if k.run.config.core else k.run.config.acks,
-     lambda k: "" if k.run.config.core else f"acks={k.run.config.acks}"),
-    ("election", lambda k: _election(k.run.config),
-     lambda k: "" if k.run.config.core else f"{_election(k.run.config)} election"),
-    ("crashes", lambda k: str(k.run.config.crashes),
-     lambda k: "" if k.run.config.core else f"{k.run.config.crashes} broker crash"
-     + ("" if k.run.config.crashes == 1 else "es")),
-    ("disk loss", lambda k: str(k.run.config.disk_loss),
-     lambda k: f"disk-loss {k.run.config.disk_loss}" if k.run.config.disk_loss else ""),
-    ("consumer", lambda k: "yes" if k.run.config.consumer else "no",
-     lambda k: "" if k.run.config.consumer or k.run.config.core else "no consumer"),
+    *(_feature(knob) for knob in sorted(FEATURES, key=lambda knob: knob.rank) if knob.column),
     ("bounds", _bounds, lambda k: f"bounds {_bounds(k)}"),
     ("max-depth", lambda k: str(k.run.options.max_depth) if k.run.options.max_depth is not None else "none",
      lambda k: f"max-depth {k.run.options.max_depth}" if k.run.options.max_depth is not None else ""),
@@ -124,17 +112,18 @@ def _cell(check: SuiteCheck, rep: CheckReport, prop: str, j: Judgement | None) -
     if p is None or p.status == "unknown":
         return Cell("unknown", "unknown")
     note = f"expected {j.expected}" if j is not None and j.outcome == "unmet" else ""
+    said = verdict.outcome(p, p.status)
     if prop == AVAILABILITY:
-        if p.status == "holds":
+        if said == "witnessed":
             return Cell(f"yes ({p.trace_length} states)", "good", p.trace_file, note)
         return Cell("no", "bad", None, note)
-    if BY_NAME[prop].expectation == "sometimes":
-        if p.status == "holds":
-            return Cell(f"witnessed ({p.trace_length} states)", "good", p.trace_file, note)
+    if said == "witnessed":
+        return Cell(f"witnessed ({p.trace_length} states)", "good", p.trace_file, note)
+    if said == "violated":
+        return Cell(f"violated in {p.trace_length} states", "bad", p.trace_file, note)
+    if said == "never":
         return Cell("never", "bad", None, note)
-    if p.status in ("holds", "proved"):
-        return Cell(p.status, "good", None, note)
-    return Cell(f"violated in {p.trace_length} states", "bad", p.trace_file, note)
+    return Cell(said, "good", None, note)
 
 
 def _md(text: str) -> str:

@@ -2,13 +2,18 @@
 
 One frozen dataclass holds every knob, so that a configuration can be printed,
 compared, hashed into a checkpoint and pickled to Spark executors as one value.
+Each Kafka feature's setting is declared once more, as a ``Knob``: its command-line
+option and its words wherever a configuration is named (the one-line summary, trace
+file names, the bounds a verdict holds within, the trade-off table), so that a new
+feature's setting is its field here and its knob here, and the command line, the
+reports and the suites follow.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 
 class ConfigError(ValueError):
@@ -40,8 +45,6 @@ ACKS = ("all", "1", "0")
 # explicit engines are not the right tool anyway.
 MAX_RF = 6
 
-FEATURE_FIELDS = ("acks", "min_isr", "crashes", "disk_loss", "unclean_election", "consumer")
-
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
@@ -49,7 +52,7 @@ class ModelConfig:
 
     ``core=True`` selects the published specification's machine exactly (the one
     whose state counts are compared with TLC's); the Kafka feature fields are then
-    ignored and normalised to their neutral values.
+    ignored and normalised to their neutral values (``Knob.neutral``).
     """
 
     rf: int = 3
@@ -69,9 +72,8 @@ class ModelConfig:
         if self.log_size is None:
             object.__setattr__(self, "log_size", self.max_records)
         if self.core:
-            neutral = dict(acks="0", min_isr=1, crashes=0, disk_loss=0, unclean_election=False, consumer=False)
-            for name, value in neutral.items():
-                object.__setattr__(self, name, value)
+            for knob in FEATURES:
+                object.__setattr__(self, knob.field, knob.neutral)
 
     @property
     def revision(self) -> Revision:
@@ -108,17 +110,10 @@ class ModelConfig:
         )
         if self.core:
             return self
-        _require(self.acks in ACKS, f"--acks {self.acks!r} is unknown; choose one of {', '.join(ACKS)}")
-        _require(
-            1 <= self.min_isr <= self.rf,
-            f"--min-isr {self.min_isr} is impossible with --rf {self.rf}; allowed 1 to {self.rf}",
-        )
-        _require(0 <= self.crashes <= 4, f"--crashes {self.crashes} is out of range; allowed 0 to 4")
-        _require(self.disk_loss >= 0, f"--disk-loss {self.disk_loss} is negative; allowed 0 to --crashes")
-        _require(
-            self.disk_loss <= self.crashes,
-            f"--disk-loss {self.disk_loss} is above --crashes {self.crashes}: a disk loss is a kind of crash",
-        )
+        for knob in FEATURES:
+            problem = knob.check(self)
+            if problem:
+                raise ConfigError(problem)
         return self
 
     def with_changes(self, **changes: Any) -> "ModelConfig":
@@ -141,12 +136,7 @@ class ModelConfig:
         if self.core:
             parts.append("core machine")
         else:
-            parts += [f"acks={self.acks}", f"min-isr {self.min_isr}", f"crashes {self.crashes}"]
-            if self.disk_loss:
-                parts.append(f"disk-loss {self.disk_loss}")
-            parts.append("unclean election" if self.unclean_election else "clean election")
-            if not self.consumer:
-                parts.append("no consumer")
+            parts += [w for w in (knob.words(self) for knob in FEATURES) if w]
         if self.unbounded:
             parts.append(f"bounds: log-size {self.log_size}, leader epochs and record ids unbounded")
         else:
@@ -160,3 +150,88 @@ class ModelConfig:
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise ConfigError(message)
+
+
+def _nothing(config: ModelConfig) -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A Kafka feature's setting, declared once.
+
+    ``field``: the ModelConfig attribute; ``option`` and ``help``: its check-model option
+    (``--on/--off`` for a switch; ``choices`` for a choice; else a number, ``count`` ones
+    non-negative); ``neutral``: its value on the core machine; ``check``: what is wrong
+    with a configuration's value ('' when nothing); ``words``: its words in the summary
+    line and ``slug`` in trace file names ('' leaves it out); ``column``, ``cell``,
+    ``shared`` and ``rank``: its column in the trade-off table, the cell of a row, the
+    words when every row shares it, and the column's place; ``bound``: the name it is
+    reported under among the bounds every verdict holds within ('' when it is no bound)."""
+
+    field: str
+    option: str
+    help: str
+    neutral: Any
+    choices: tuple[str, ...] = ()
+    count: bool = False
+    check: Callable[[ModelConfig], str] = _nothing
+    words: Callable[[ModelConfig], str] = _nothing
+    slug: Callable[[ModelConfig], str] = _nothing
+    column: str = ""
+    cell: Callable[[ModelConfig], str] = _nothing
+    shared: Callable[[ModelConfig], str] = _nothing
+    rank: int = 0
+    bound: str = ""
+
+    @property
+    def default(self) -> Any:
+        return ModelConfig.__dataclass_fields__[self.field].default
+
+
+def _unless_core(words: Callable[[ModelConfig], str], core: str = "") -> Callable[[ModelConfig], str]:
+    return lambda c: core if c.core else words(c)
+
+
+def _election(c: ModelConfig) -> str:
+    return "unclean" if c.unclean_election else "clean"
+
+
+def _crash_words(c: ModelConfig) -> str:
+    return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
+
+
+FEATURES: tuple[Knob, ...] = (
+    Knob("acks", "--acks", "Producer acks.", "0", choices=ACKS,
+         check=lambda c: "" if c.acks in ACKS else f"--acks {c.acks!r} is unknown; choose one of {', '.join(ACKS)}",
+         words=lambda c: f"acks={c.acks}", slug=lambda c: f"acks{c.acks}",
+         column="acks", cell=_unless_core(lambda c: c.acks, "-"), shared=_unless_core(lambda c: f"acks={c.acks}"), rank=2),
+    Knob("min_isr", "--min-isr", "min.insync.replicas.", 1,
+         check=lambda c: "" if 1 <= c.min_isr <= c.rf else
+         f"--min-isr {c.min_isr} is impossible with --rf {c.rf}; allowed 1 to {c.rf}",
+         words=lambda c: f"min-isr {c.min_isr}", slug=lambda c: f"minisr{c.min_isr}",
+         column="min-isr", cell=_unless_core(lambda c: str(c.min_isr), "-"),
+         shared=_unless_core(lambda c: f"min-isr {c.min_isr}"), rank=1),
+    Knob("crashes", "--crashes", "Broker crashes allowed in a run.", 0, count=True,
+         check=lambda c: "" if 0 <= c.crashes <= 4 else f"--crashes {c.crashes} is out of range; allowed 0 to 4",
+         words=lambda c: f"crashes {c.crashes}", slug=lambda c: f"crashes{c.crashes}",
+         column="crashes", cell=lambda c: str(c.crashes), shared=_unless_core(_crash_words), rank=4, bound="crashes"),
+    Knob("disk_loss", "--disk-loss", "How many of the crashes also wipe the broker's disk.", 0, count=True,
+         check=lambda c: (f"--disk-loss {c.disk_loss} is negative; allowed 0 to --crashes" if c.disk_loss < 0 else
+                          f"--disk-loss {c.disk_loss} is above --crashes {c.crashes}: a disk loss is a kind of crash"
+                          if c.disk_loss > c.crashes else ""),
+         words=lambda c: f"disk-loss {c.disk_loss}" if c.disk_loss else "",
+         slug=lambda c: f"diskloss{c.disk_loss}" if c.disk_loss else "",
+         column="disk loss", cell=lambda c: str(c.disk_loss),
+         shared=lambda c: f"disk-loss {c.disk_loss}" if c.disk_loss else "", rank=5, bound="disk_loss"),
+    Knob("unclean_election", "--unclean-election/--clean-election",
+         "Allow electing an out-of-sync replica when no ISR member is alive.", False,
+         words=lambda c: f"{_election(c)} election", slug=lambda c: "unclean" if c.unclean_election else "",
+         column="election", cell=_unless_core(_election, "-"), shared=_unless_core(lambda c: f"{_election(c)} election"),
+         rank=3),
+    Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
+         words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
+         column="consumer", cell=lambda c: "yes" if c.consumer else "no",
+         shared=lambda c: "" if c.consumer or c.core else "no consumer", rank=6),
+)
+FEATURE_FIELDS = tuple(knob.field for knob in FEATURES)

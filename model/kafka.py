@@ -11,7 +11,7 @@ from . import controller  # noqa: F401 - elect, shrink the ISR, fail over, elect
 from . import leadership  # noqa: F401 - become leader, become follower
 from . import leader  # noqa: F401 - write, advance the HWM, shrink and expand the ISR
 from . import follower  # noqa: F401 - fetch
-from . import brokers  # noqa: F401 - crash, crash with disk loss, restart
+from . import brokers  # noqa: F401 - broker crashes and restarts
 # isort: on
 from .fields import KAFKA
 

@@ -18,6 +18,7 @@ import z3
 
 from isrcheck.model.symbolic_space import SymState, Z3View
 
+from . import verdict
 from .catalog import BY_NAME
 
 
@@ -40,4 +41,4 @@ def goal(prop: Any, s: SymState) -> Goal:
     view = Z3View(s)
     holds = prop.holds(view, view.x)
     holds = z3.BoolVal(holds) if isinstance(holds, bool) else holds
-    return Goal(z3.Not(holds) if prop.expectation == "always" else holds)
+    return Goal(z3.Not(holds) if verdict.always(prop) else holds)

@@ -42,6 +42,21 @@ def proved(prop: Any) -> Status:
     return "proved" if always(prop) else "violated"
 
 
+def outcome(prop: Any, status_: str) -> str:
+    """The verdict as users read it: holds, proved or violated for an ``always`` property;
+    witnessed or never for a ``sometimes`` one; unknown while the search is incomplete."""
+    if status_ == "unknown":
+        return "unknown"
+    if always(prop):
+        return status_
+    return "witnessed" if status_ == "holds" else "never"
+
+
+def good(prop: Any, status_: str) -> bool:
+    """The verdict a build wants: an ``always`` property holds, a ``sometimes`` one is witnessed."""
+    return outcome(prop, status_) in ("holds", "proved", "witnessed")
+
+
 def is_counterexample(expectation: str | None) -> bool:
     """A deciding trace of a property of this expectation shows it broken."""
     return expectation == ALWAYS

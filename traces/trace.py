@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from isrcheck import MODEL_VERSION
 from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
 from isrcheck.model.state import EncodeError
+from isrcheck.properties import verdict
 
 
 class TraceError(ValueError):
@@ -38,7 +39,7 @@ class Trace:
 
     @property
     def is_counterexample(self) -> bool:
-        return self.expectation == "always"
+        return verdict.is_counterexample(self.expectation)
 
 
 def trace_from_path(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
 from isrcheck.model.kafka import KAFKA
-from isrcheck.properties import BY_NAME
+from isrcheck.properties import BY_NAME, verdict
 
 from . import itf
 from .narrate import describe_step, diagnose, explain_witness, short_step
@@ -52,10 +52,9 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
     if not prop.applies(trace.config):
         raise TraceError(f"property {name} does not apply to the trace's configuration")
     holds = prop.reference(model, trace.steps[-1].state)
-    if prop.expectation == "always" and holds:
-        raise TraceError(f"the last state does not violate {name}: the trace was cut or edited")
-    if prop.expectation == "sometimes" and not holds:
-        raise TraceError(f"the last state does not witness {name}: the trace was cut or edited")
+    if not verdict.decides(prop, holds):
+        word = "violate" if verdict.always(prop) else "witness"
+        raise TraceError(f"the last state does not {word} {name}: the trace was cut or edited")
     return Trace(trace.config, trace.steps, name, prop.expectation, prop.doc, trace.model_version)
 
 
@@ -222,7 +221,7 @@ def build_view(trace: Trace) -> TraceView:
     missing: tuple[tuple[int, Record], ...] = ()
     if trace.property_name is None:
         outcome, explanation = None, ""
-    elif trace.expectation == "sometimes":
+    elif not trace.is_counterexample:
         outcome, explanation = WITNESSED, explain_witness(trace)
     else:
         found = diagnose(trace)
