@@ -27,9 +27,8 @@ from typing import Sequence
 from isrcheck.model import ReplicationModel
 from isrcheck.properties import Property, verdict
 
-from .bfs import replay_path
 from .engine import MEMORY_HEADROOM, CheckOptions, Observer, Progress, peak_rss
-from .result import CheckResult, Stats, property_results
+from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024
 _M64 = (1 << 64) - 1
@@ -304,4 +303,4 @@ class _Coordinator:
                 break
             worker, index = parent % self.workers, parent // self.workers
         stored.reverse()
-        return replay_path(self.model, stored, self.canonical)
+        return Path.replay(self.model, stored, self.canonical)

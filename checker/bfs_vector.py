@@ -41,7 +41,6 @@ from isrcheck.model import ReplicationModel
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .bfs import replay_path
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
@@ -304,7 +303,7 @@ class VectorSearch:
         actions.reverse()
         kernel, model = self.kernel, self.model
         if self.symmetry:
-            return replay_path(model, chain, kernel.canonical_of_scalar)
+            return Path.replay(model, chain, kernel.canonical_of_scalar)
         states = [kernel.scalar_of_key(k) for k in chain]
         for i, a in enumerate(actions[1:], start=1):
             if model.step(states[i - 1], a) != states[i]:  # pragma: no cover - a kernel bug

@@ -26,6 +26,28 @@ class Path:
         """The trace length as the contract counts it: states, the initial one included."""
         return len(self.states)
 
+    @classmethod
+    def replay(cls, model: Any, stored: list[int], canonical=None) -> "Path":
+        """Concrete states and actions that lead through ``stored`` (canonical forms under symmetry).
+
+        Without symmetry each stored state is a successor of the previous one. With it,
+        the concrete path picks, at each step, the first successor whose canonical form
+        is the next stored state, so the trace keeps one naming of the brokers throughout.
+        """
+        norm = canonical or (lambda s: s)
+        current = next(s for s in model.init_states() if norm(s) == stored[0])
+        states, actions = [current], []
+        for target in stored[1:]:
+            for a, t in model.successors(current):
+                if norm(t) == target:
+                    states.append(t)
+                    actions.append(a)
+                    current = t
+                    break
+            else:  # pragma: no cover - an engine bug, never a user error
+                raise AssertionError("stored path does not replay on the model")
+        return cls(tuple(states), tuple(actions))
+
 
 @dataclass(slots=True)
 class PropertyResult:

@@ -52,7 +52,7 @@ from isrcheck.properties import Property
 from . import spark_checkpoint as saving
 from . import spark_context as ctx
 from . import spark_tasks as tasks
-from .bfs import KERNELS, replay_path, vector_kernel_for
+from .bfs import KERNELS, vector_kernel_for
 from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
@@ -201,7 +201,7 @@ class _SparkSearch:
                 if stop:
                     break
                 frontier = self.levels[-1]
-                expanded = frontier.mapPartitionsWithIndex(partial(tasks.expand, self._job(())))
+                expanded = frontier.mapPartitionsWithIndex(partial(self._tasks().expand, self._job(())))
                 candidates = expanded.partitionBy(self.partitions, tasks.identity)
                 if not self._level(candidates, tuple(pending), watchdog):
                     frontier_done = True
@@ -264,6 +264,14 @@ class _SparkSearch:
         records = spark_vector.seed_records(self.kernel.canonical(keys) if self.canonical else keys, self.partitions)
         return records, sum(payload[1].shape[1] for _, payload in records)
 
+    def _tasks(self):
+        """The executors' tasks: one state at a time (``spark_tasks``), or arrays of kernel keys."""
+        if self.kernel is None:
+            return tasks
+        from . import spark_vector  # NumPy is imported only where the vector kernel runs
+
+        return spark_vector
+
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
         return tasks.Job(self.model.protocol.name, self.model.config, self.canonical is not None, self.partitions, pending,
                          self.kernel is not None)
@@ -275,7 +283,7 @@ class _SparkSearch:
         union = self.sc.union([candidates, *self.levels]) if self.levels else candidates
         if union.getNumPartitions() != self.partitions:  # pragma: no cover - a PySpark change
             raise RuntimeError("the visited set is not co-partitioned with the candidates")
-        level = union.mapPartitionsWithIndex(partial(tasks.anti_join, self._job(pending)), preservesPartitioning=True)
+        level = union.mapPartitionsWithIndex(partial(self._tasks().anti_join, self._job(pending)), preservesPartitioning=True)
         # Store levels in the serialized form the shuffle gives the candidates, so that
         # the next union needs no re-serializing pass over the visited set (were this
         # PySpark detail to change, union would re-serialize: slower, still correct).
@@ -341,10 +349,10 @@ class _SparkSearch:
         """The model's path through the stored states (kernel keys are replayed as ``bfs_vector`` does)."""
         kernel = self.kernel
         if kernel is None:
-            return replay_path(self.model, chain, self.canonical)
+            return Path.replay(self.model, chain, self.canonical)
         if self.canonical is not None:
-            return replay_path(self.model, chain, kernel.canonical_of_scalar)
-        return replay_path(self.model, [kernel.scalar_of_key(k) for k in chain])
+            return Path.replay(self.model, chain, kernel.canonical_of_scalar)
+        return Path.replay(self.model, [kernel.scalar_of_key(k) for k in chain])
 
     def _result(self, stop: str, frontier_done: bool, depth_bound: bool, paths: dict, seconds: float) -> CheckResult:
         """The verdicts and statistics, with BFS's meaning for every field."""

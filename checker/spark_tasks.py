@@ -21,8 +21,8 @@ that reach a state), and so is each property's reported state (the smallest
 violating state of the first level that has one), so the result does not depend
 on the number of partitions, on task order or on retries after a lost executor.
 
-Where the vector kernel runs (``Job.vector``), states are its keys and these tasks
-hand over to ``spark_vector``, which takes a partition's states as one array.
+Where the vector kernel runs (``Job.vector``), states are its keys and the engine runs
+``spark_vector``'s tasks instead, which take a partition's states as one array.
 """
 
 from __future__ import annotations
@@ -115,14 +115,6 @@ def seed_records(states: Iterable[int], partitions: int) -> list[Record]:
 
 def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     """Successors of one partition of the frontier, canonical, de-duplicated, bucketed by partition."""
-    if job.vector:
-        from . import spark_vector  # NumPy is imported only where the vector kernel runs
-
-        return spark_vector.expand(job, index, records)
-    return _expand(job, index, records)
-
-
-def _expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     kit = _kit(job)
     succ, canon = kit.successors, kit.canonical
     best: dict[int, int] = {}
@@ -156,14 +148,6 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
     ``records`` is this partition of the union of the candidates and of every earlier
     level (co-partitioned, so nothing of the visited set moves between executors).
     """
-    if job.vector:
-        from . import spark_vector
-
-        return spark_vector.anti_join(job, index, records)
-    return _anti_join(job, index, records)
-
-
-def _anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     visited: list[list[int]] = []
     best: dict[int, int] = {}
     get = best.get

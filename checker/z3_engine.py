@@ -226,7 +226,7 @@ class _Run:
         if exhausted and self.engine.prove == "spacer":
             from .z3_spacer import spacer_proof
 
-            pend.proof = spacer_proof(self, pend.prop)
+            pend.proof = spacer_proof(self.proof_sym, pend.prop, self._check, self.prove_budget)
             if pend.proof["outcome"] == "proved":
                 self._proved(pend, r)
                 return

@@ -9,19 +9,19 @@ reachable (at some depth, possibly beyond the BMC bound), unknown on timeout.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
 import z3
 
 from isrcheck.properties import Property
 from isrcheck.properties.symbolic import goal
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .z3_engine import _Run
+Check = Callable[..., z3.CheckSatResult]  # (solver, budget=seconds): the run's limits and Ctrl-C honoured
 
 
-def spacer_proof(run: "_Run", prop: Property) -> dict:
-    sym = run.proof_sym
+def spacer_proof(sym: Any, prop: Property, check: Check, budget: float | None) -> dict:
+    """Ask Spacer for an inductive invariant of ``sym``'s transition relation that excludes
+    ``prop``'s goal; ``check`` runs the solver under the run's limits."""
     s, t = sym.fresh("h"), sym.fresh("h'")
     act, epoch = z3.Int("h.act"), z3.Int("h.epoch")
     xs, ys = s.terms(), t.terms()
@@ -32,14 +32,13 @@ def spacer_proof(run: "_Run", prop: Property) -> dict:
     step = z3.And(inv(*xs), sym.domain(s), sym.trans(s, t, act, epoch))
     solver.add(z3.ForAll(xs + ys + [act, epoch], z3.Implies(step, inv(*ys))))
     solver.add(z3.ForAll(xs, z3.Implies(z3.And(inv(*xs), g.formula), z3.BoolVal(False))))
-    budget = run.prove_budget
     started = time.monotonic()
-    verdict = run._check(solver, budget=budget)
+    answer = check(solver, budget=budget)
     seconds = round(time.monotonic() - started, 3)
     out = {"method": "spacer", "seconds": seconds}
-    if verdict == z3.sat:
+    if answer == z3.sat:
         out.update(outcome="proved", reason="Spacer found an inductive invariant (constrained Horn clauses)")
-    elif verdict == z3.unsat:
+    elif answer == z3.unsat:
         out.update(outcome="failed", reason="Spacer found the goal reachable beyond the BMC depth: raise --max-depth")
     else:
         limit = f" (--prove-timeout {budget:g} s)" if budget is not None else ""

@@ -75,11 +75,12 @@ def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark
         candidates[q].append((q, payload))
     out = []
     pending = job.pending
+    tasks = spark_vector if job.vector else spark_tasks  # as the engine picks them
     for _ in range(levels):
         level_job = spark_tasks.Job(job.protocol, job.config, job.symmetry, n, pending, job.vector)
         new, summaries = {}, []
         for q in range(n):
-            records = list(spark_tasks.anti_join(level_job, q, iter(candidates[q] + visited[q])))
+            records = list(tasks.anti_join(level_job, q, iter(candidates[q] + visited[q])))
             visited[q].extend(records)
             summaries += [r[1][3] for r in records if r[1][3] is not None]
             for _, payload in records:
@@ -98,7 +99,7 @@ def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark
         pending = tuple(p for p in pending if p not in found)
         candidates = {q: [] for q in range(n)}
         for q in range(n):
-            for record in spark_tasks.expand(level_job, q, iter(_last_level(visited[q]))):
+            for record in tasks.expand(level_job, q, iter(_last_level(visited[q]))):
                 candidates[record[0]].append(record)
     return out
 
