@@ -1,7 +1,7 @@
 """Engines behind one interface: ``check(model, properties, options, observer)``."""
 
 from .bfs import BfsEngine, SearchState
-from .engine import CheckOptions, Engine, Observer, Progress
+from .engine import CheckOptions, Engine, Observer, Progress, SearchModel
 from .result import CheckResult, Path, PropertyResult, Stats
 
 ENGINES = ("bfs", "z3", "spark")
@@ -32,6 +32,7 @@ __all__ = [
     "Path",
     "Progress",
     "PropertyResult",
+    "SearchModel",
     "SearchState",
     "Stats",
     "get_engine",

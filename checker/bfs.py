@@ -14,10 +14,9 @@ import time
 from array import array
 from typing import Callable, Sequence
 
-from isrcheck.model import ReplicationModel
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
@@ -40,7 +39,7 @@ class SearchState:
 KERNELS = ("vector", "scalar")
 
 
-def vector_kernel_for(model: ReplicationModel, properties: Sequence[Property], options: CheckOptions):
+def vector_kernel_for(model: SearchModel, properties: Sequence[Property], options: CheckOptions):
     """(the model's vector kernel for this search, "") or (None, why not); NumPy is
     imported only here, when a search may use it."""
     from .bfs_vector import vector_kernel
@@ -64,7 +63,7 @@ class BfsEngine:
 
     def check(
         self,
-        model: ReplicationModel,
+        model: SearchModel,
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,

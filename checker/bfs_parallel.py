@@ -24,10 +24,9 @@ import time
 from array import array
 from typing import Sequence
 
-from isrcheck.model import ReplicationModel
 from isrcheck.properties import Property, verdict
 
-from .engine import MEMORY_HEADROOM, CheckOptions, Observer, Progress, peak_rss
+from .engine import MEMORY_HEADROOM, CheckOptions, Observer, Progress, SearchModel, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024
@@ -43,7 +42,7 @@ def owner_of(state: int, workers: int) -> int:
 class _Worker:
     """The part of the search one process owns."""
 
-    def __init__(self, index: int, workers: int, model: ReplicationModel, properties, symmetry: bool, stop,
+    def __init__(self, index: int, workers: int, model: SearchModel, properties, symmetry: bool, stop,
                  inbox, outbox) -> None:
         self.index, self.workers = index, workers
         self.inbox, self.outbox = inbox, outbox  # peer -> receiving / sending pipe end
@@ -156,7 +155,7 @@ class ParallelBfsEngine:
 
     def check(
         self,
-        model: ReplicationModel,
+        model: SearchModel,
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,

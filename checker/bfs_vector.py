@@ -37,11 +37,10 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from isrcheck.model import ReplicationModel
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
@@ -53,7 +52,7 @@ PARALLEL_MERGE = 1 << 20  # visited-set merges at least this big are split acros
 
 
 def vector_kernel(
-    model: ReplicationModel, properties: Sequence[Property], options: CheckOptions
+    model: SearchModel, properties: Sequence[Property], options: CheckOptions
 ) -> tuple[VectorKernel | None, str]:
     """The kernel that can run this check, or None and why not."""
     try:
@@ -104,7 +103,7 @@ def _first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) ->
 class VectorSearch:
     def __init__(
         self,
-        model: ReplicationModel,
+        model: SearchModel,
         kernel: VectorKernel,
         properties: Sequence[Property],
         options: CheckOptions,

@@ -10,9 +10,8 @@ from __future__ import annotations
 import resource
 import time
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
-from isrcheck.model import ReplicationModel
 from isrcheck.properties import Property
 
 from .result import CheckResult
@@ -117,12 +116,32 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+class SearchModel(Protocol):
+    """What a search needs of a model (``isrcheck.model.machine.Model`` is one): packed
+    states and action indices, never the protocol's fields; the vector kernel and the
+    symbolic engine read the model's definitions through ``kernel_for`` and ``SymbolicModel``."""
+
+    protocol: Any  # its ``name`` rebuilds the model on Spark executors (``model_for``)
+    config: Any
+
+    def init_states(self) -> list[int]: ...
+
+    def successors(self, state: int) -> list[tuple[int, int]]:
+        """(action index, next state) for every action enabled in ``state``."""
+        ...
+
+    @property
+    def symmetry(self) -> Any:
+        """``canonical(state)`` and ``orbit_size(state)`` under renaming the brokers."""
+        ...
+
+
 class Engine(Protocol):
     name: str
 
     def check(
         self,
-        model: ReplicationModel,
+        model: SearchModel,
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,

@@ -46,14 +46,14 @@ import uuid
 from functools import partial
 from typing import TYPE_CHECKING, Sequence
 
-from isrcheck.model import ConfigError, ReplicationModel
+from isrcheck.model import ConfigError
 from isrcheck.properties import Property
 
 from . import spark_checkpoint as saving
 from . import spark_context as ctx
 from . import spark_tasks as tasks
 from .bfs import KERNELS, vector_kernel_for
-from .engine import CheckOptions, Limits, Observer, Progress, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +96,7 @@ class SparkEngine:
 
     def check(
         self,
-        model: ReplicationModel,
+        model: SearchModel,
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,

@@ -35,7 +35,8 @@ from typing import Sequence
 
 import z3
 
-from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
+from isrcheck.model import Action, ModelConfig, PartitionState
+from isrcheck.model.machine import Model, model_for
 from isrcheck.model.kafka import KAFKA
 from isrcheck.model.symbolic import SymbolicModel
 from isrcheck.model.symbolic_space import SymState
@@ -97,7 +98,7 @@ class Z3Engine:
 
     def check(
         self,
-        model: ReplicationModel | ModelConfig,
+        model: Model | ModelConfig,
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,
@@ -252,7 +253,7 @@ class _Run:
         if self.raw and replay_model is None:
             if self.config.unbounded:
                 replay_config = _replay_config(self.config, self.raw.values())
-            replay_model = ReplicationModel(replay_config or self.config)
+            replay_model = model_for(self.sym.protocol.name, replay_config or self.config)
         for name, raw in self.raw.items():
             self.results[name].path = _replay(replay_model, raw, name)
         stats = Stats(states=0, generated=0, depth=depth, seconds=time.monotonic() - self.started, peak_memory=peak_rss())
@@ -376,7 +377,7 @@ def _replay_config(config: ModelConfig, raws) -> ModelConfig:
     return config.with_changes(max_leader_epoch=max(epochs - 1, 0), max_records=max(records, 1))
 
 
-def _replay(model: ReplicationModel, raw: RawTrace, name: str) -> Path:
+def _replay(model: Model, raw: RawTrace, name: str) -> Path:
     """Encode a decoded Z3 path with the explicit model and re-execute it step by step."""
     try:
         states = [model.encode(ps) for ps in raw.states]
