@@ -32,8 +32,9 @@ CONFIGS = {
     "main-job": ["--rf", "3", "--min-isr", "2"],
 }
 
-# The child honours check-model's --kernel, and BENCH_WORKERS (threads of the vector kernel,
-# processes of the scalar one);
+# The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel,
+# processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
+# function derived from the action definitions instead of the hand-fused one of fused.py);
 # "tables" is the time to build the model's tables (and the vector kernel's), before the search.
 CHILD = r"""
 import json, os, resource, sys, time
@@ -44,6 +45,9 @@ from isrcheck.cli.check_model import main, model_config_from
 from isrcheck.cli.runner import CheckRun, run_check
 from isrcheck.model import ReplicationModel
 
+if os.environ.get("BENCH_DERIVED"):
+    import isrcheck.model.replication
+    isrcheck.model.replication.make_successors = None  # Model then runs the definitions (ops_int)
 ctx = main.make_context("check-model", sys.argv[1:])
 p = ctx.params
 config = model_config_from(p, {k for k in p if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE})
@@ -81,9 +85,10 @@ print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated
 """
 
 
-def run(name: str, args: list[str] | None = None, workers: int | None = None) -> dict:
+def run(name: str, args: list[str] | None = None, workers: int | None = None, derived: bool = False) -> dict:
     """One configuration in a fresh interpreter; ``args`` default to this bench's own (scalar kernel)."""
-    env = dict(os.environ, **({"BENCH_WORKERS": str(workers)} if workers else {}))
+    env = dict(os.environ, **({"BENCH_WORKERS": str(workers)} if workers else {}),
+               **({"BENCH_DERIVED": "1"} if derived else {}))
     argv = args if args is not None else [*CONFIGS[name], "--kernel", "scalar"]
     out = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])

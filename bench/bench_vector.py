@@ -3,6 +3,7 @@
     python bench/bench_vector.py                      # every target below, every kernel
     python bench/bench_vector.py kip320-rf3-e3         # one target by name
     python bench/bench_vector.py --runs vector-1,vector-2 kip320-rf3
+    python bench/bench_vector.py --runs scalar,derived kip320-rf3-sym  # fused vs derived scalar
 
 Runs reuse ``bench_bfs.py``'s child process (a fresh interpreter per run, tables
 built and timed before the memory baseline is read). Per target and run: tables
@@ -10,7 +11,9 @@ seconds, search seconds and their sum, CPU seconds of the search (all threads),
 distinct and generated states, states per second (distinct / search seconds),
 peak RSS and bytes per state ((peak - baseline) / distinct). "vector-2" is the
 vector kernel with its frontier split across 2 threads; "scalar-2" the scalar kernel
-in 2 worker processes (their peaks summed, the baseline subtracted once).
+in 2 worker processes (their peaks summed, the baseline subtracted once). "derived"
+(only when asked for) is the scalar kernel on the successor function derived from the
+action definitions (``ops_int.DerivedSuccessors``) instead of the hand-fused ``fused.py``.
 The issue's targets: kip320-rf3 within 1 s including tables, kip320-rf3-e3 within
 6 s on both cores at 60 bytes a state at most, main-job (the Kafka model) within 15 s.
 """
@@ -31,16 +34,18 @@ TARGETS = {
     "kip320-rf3-e3": [*CORE3, "--no-symmetry", "--max-leader-epoch", "3"],
     "main-job": ["--rf", "3", "--min-isr", "2"],  # the Kafka model, symmetry on: check-model's defaults
 }
-RUNS = {  # name -> (kernel, threads)
-    "scalar": ("scalar", None),
-    "scalar-2": ("scalar", 2),
-    "vector-1": ("vector", 1),
-    "vector-2": ("vector", 2),
+RUNS = {  # name -> (kernel, threads, the derived successor function instead of the fused one)
+    "scalar": ("scalar", None, False),
+    "scalar-2": ("scalar", 2, False),
+    "vector-1": ("vector", 1, False),
+    "vector-2": ("vector", 2, False),
+    "derived": ("scalar", None, True),  # not in the default runs: some 40 times slower than "scalar"
 }
+DEFAULT_RUNS = ["scalar", "scalar-2", "vector-1", "vector-2"]
 
 
 def main(argv: list[str]) -> None:
-    runs = list(RUNS)
+    runs = DEFAULT_RUNS
     if "--runs" in argv:
         i = argv.index("--runs")
         runs = argv[i + 1].split(",")
@@ -50,8 +55,8 @@ def main(argv: list[str]) -> None:
           f"{'generated':>12}{'states/s':>11}{'peak MiB':>9}{'B/state':>8}")
     for name in names:
         for label in runs:
-            kernel, threads = RUNS[label]
-            r = run(name, [*TARGETS[name], "--kernel", kernel], workers=threads)
+            kernel, threads, derived = RUNS[label]
+            r = run(name, [*TARGETS[name], "--kernel", kernel], workers=threads, derived=derived)
             per_state = (r["peak"] - r["baseline"]) / r["states"]
             print(f"{name:<16}{label:<10}{r['tables']:>9.2f}{r['wall']:>9.2f}{r['tables'] + r['wall']:>8.2f}"
                   f"{r['cpu']:>7.2f}{r['states']:>11,}{r['generated']:>12,}{r['states'] / r['wall']:>11,.0f}"

@@ -18,11 +18,40 @@ The tables come from the state schema: every field whose kind names brokers
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import permutations, product
 from math import factorial
 
 from .layout import Layout, replica_reader
 from .schema import Brokers, RequestsKind, relabel_mask
+
+
+class _Memo(dict):
+    """key -> f(key), computed on first use: a dict lookup after (relabelled blocks and locals)."""
+
+    def __init__(self, f) -> None:
+        super().__init__()
+        self.f = f
+
+    def __missing__(self, key: int) -> int:
+        v = self[key] = self.f(key)
+        return v
+
+
+def _orders(sig: list[int]) -> list[tuple[int, ...]]:
+    """The replica orders that sort ``sig``: one, or every order of the tied groups."""
+    order = tuple(sorted(range(len(sig)), key=sig.__getitem__))
+    if len(set(sig)) == len(sig):
+        return [order]
+    groups: list[list[int]] = []
+    prev = None
+    for r in order:
+        if sig[r] != prev:
+            groups.append([])
+            prev = sig[r]
+        groups[-1].append(r)
+    choices = [list(permutations(g)) for g in groups]
+    return [tuple(x for part in combo for x in part) for combo in product(*choices)]
 
 
 class Symmetry:
@@ -107,6 +136,7 @@ class Symmetry:
         return out
 
     def _build(self) -> None:
+        """Compile ``canonical`` and ``orbit_size`` for this layout: unrolled readers, memoised relabellings."""
         L = self.layout
         rf = self.rf
         R = range(rf)
@@ -120,30 +150,9 @@ class Symmetry:
         keep_shared = L.shared_mask & ~(CTRL_M << CTRL_SH)
         relabel_block = self.relabel_block
 
-        class ControllerPerm(dict):
-            """controller block -> relabelled, per relabelling."""
-
-            def __init__(self, k: int) -> None:
-                super().__init__()
-                self.k = k
-
-            def __missing__(self, block: int) -> int:
-                v = self[block] = relabel_block(self.k, block)
-                return v
-
-        class LocalPerm(dict):
-            """replica local -> relabelled local, per relabelling (logs keep their records)."""
-
-            def __init__(self, k: int) -> None:
-                super().__init__()
-                self.mp = META_PERM[k]
-
-            def __missing__(self, local: int) -> int:
-                v = self[local] = (local & ~MM) | self.mp[local & MM]
-                return v
-
-        ctrl_perms = [ControllerPerm(k) for k in range(len(self.perms))]
-        local_perms = [LocalPerm(k) for k in range(len(self.perms))]
+        ctrl_perms = [_Memo(partial(relabel_block, k)) for k in range(len(self.perms))]
+        local_perms = [_Memo(lambda local, mp=META_PERM[k]: (local & ~MM) | mp[local & MM])  # logs keep their records
+                       for k in range(len(self.perms))]
         raw_locals = eval(  # noqa: S307 - unrolled from ints only, like layout.replica_reader
             "lambda s: (" + ", ".join(f"(s >> {sh}) & {LM}" for sh in SH) + ",)"
         )
@@ -160,25 +169,11 @@ class Symmetry:
         signatures = replica_reader(sig_tables, SH, LM)
         in_order = eval("lambda g: " + " < ".join(f"g[{i}]" for i in range(rf)) if rf > 1 else "lambda g: True")  # noqa: S307
 
-        def orders(s: int, sig: list[int]) -> list[tuple[int, ...]]:
-            order = tuple(sorted(R, key=sig.__getitem__))
-            if len(set(sig)) == rf:
-                return [order]
-            groups: list[list[int]] = []
-            prev = None
-            for r in order:
-                if sig[r] != prev:
-                    groups.append([])
-                    prev = sig[r]
-                groups[-1].append(r)
-            choices = [list(permutations(g)) for g in groups]
-            return [tuple(x for part in combo for x in part) for combo in product(*choices)]
-
         def canonical(s: int) -> int:
             sig = signatures(s)
             if in_order(sig):
                 return s  # strictly sorted, so no ties: the state is its own representative
-            cands = orders(s, sig)
+            cands = _orders(sig)
             locs = raw_locals(s)
             if len(cands) == 1:
                 return apply(s, cands[0], locs)
@@ -189,7 +184,7 @@ class Symmetry:
             sig = signatures(s)
             if len(set(sig)) == rf:
                 return self.full_group
-            cands = orders(s, sig)
+            cands = _orders(sig)
             locs = raw_locals(s)
             images = {apply(s, o, locs) for o in cands}
             return self.full_group * len(images) // len(cands)
