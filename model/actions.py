@@ -15,9 +15,10 @@ by one (cheapest and most selective first), then assigns the updated fields:
         s.log[follower] = x.append(s.log[follower], ...)
 
 Every backend runs that one function: Python ints give the reference step
-(``ops_int.py``), NumPy arrays a batch of states at once (``ops_numpy.py``, where each
-conjunct narrows the rows the next one reads), Z3 terms the symbolic transition
-(``ops_z3.py``, the conjuncts' conjunction and the assignments). Emission order, the
+(``ops_int.py``), traced nodes the vector kernel's plan (``trace.py`` records the
+function once per configuration, ``plan.py`` evaluates it on NumPy arrays, a batch of
+states at once, each conjunct narrowing the rows the next one reads), Z3 terms the
+symbolic transition (``ops_z3.py``, the conjuncts' conjunction and the assignments). Emission order, the
 order in which a state's successors are listed, is registry order: families in
 declaration order, and within a family the catalogue's unless ``emit`` says otherwise.
 

@@ -6,7 +6,8 @@ to either records an update (a later read sees it). It combines what it reads wi
 the operations of ``x`` (``Ops``), because each backend holds values its own way:
 
 * ``ops_int.py``: Python ints, one state (the reference step, replay, the tests);
-* ``ops_numpy.py``: NumPy arrays, one row per state of a batch (the vector kernel);
+* ``trace.py``: nodes of a graph, recorded once per configuration and evaluated by
+  ``plan.py`` on NumPy arrays, one row per state of a batch (the vector kernel);
 * ``ops_z3.py``: Z3 terms (the symbolic engine).
 
 Numbers (offsets, epochs, broker ids, ``NONE`` for none) support ``+ - < <= == !=``

@@ -135,7 +135,23 @@ def mask_of(items: frozenset[int] | set[int]) -> int:
     return out
 
 
-class Brokers(Kind):
+class _Mask(Kind):
+    """A set of small ints (brokers, record ids), as a bit mask: its code and its view."""
+
+    def code(self, value: frozenset[int], cfg: Any) -> int:
+        return mask_of(value)
+
+    def value(self, code: int, cfg: Any) -> frozenset[int]:
+        return members(code)
+
+    def view(self, value: frozenset[int]) -> int:
+        return mask_of(value)
+
+    def readable(self, view: int) -> frozenset[int]:
+        return members(view)
+
+
+class Brokers(_Mask):
     """A set of brokers, as a bit mask."""
 
     brokers = True
@@ -143,42 +159,18 @@ class Brokers(Kind):
     def size(self, cfg: Any) -> int:
         return 1 << cfg.rf
 
-    def code(self, value: frozenset[int], cfg: Any) -> int:
-        return mask_of(value)
-
-    def value(self, code: int, cfg: Any) -> frozenset[int]:
-        return members(code)
-
-    def view(self, value: frozenset[int]) -> int:
-        return mask_of(value)
-
-    def readable(self, view: int) -> frozenset[int]:
-        return members(view)
-
     def relabel(self, code: int, perm: tuple[int, ...]) -> int:
         return relabel_mask(code, perm)
 
 
 @dataclass(frozen=True)
-class Ids(Kind):
+class Ids(_Mask):
     """A set of record ids below hi(cfg), as a bit mask (history variables)."""
 
     hi: Callable[[Any], int]
 
     def size(self, cfg: Any) -> int:
         return 1 << self.hi(cfg)
-
-    def code(self, value: frozenset[int], cfg: Any) -> int:
-        return mask_of(value)
-
-    def value(self, code: int, cfg: Any) -> frozenset[int]:
-        return members(code)
-
-    def view(self, value: frozenset[int]) -> int:
-        return mask_of(value)
-
-    def readable(self, view: int) -> frozenset[int]:
-        return members(view)
 
 
 class LogKind(Kind):

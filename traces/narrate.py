@@ -21,20 +21,20 @@ __all__ = ["Diagnosis", "describe_step", "diagnose", "explain_violation", "expla
 
 def describe_step(before, action: Action, after) -> str:
     """One sentence for one step, in the words of Kafka's operators."""
-    try:
-        fam = KAFKA.by_name(action.name)
-    except KeyError:
-        return str(action)
-    return fam.describe(before, after, action.args) or str(action)
+    return _words("describe", before, action, after)
 
 
 def short_step(before, action: Action, after) -> str:
     """A few words for one step, for a timeline where describe_step's sentence is too long."""
+    return _words("short", before, action, after)
+
+
+def _words(which: str, before, action: Action, after) -> str:
     try:
         fam = KAFKA.by_name(action.name)
     except KeyError:
         return str(action)
-    return fam.short(before, after, action.args) or str(action)
+    return getattr(fam, which)(before, after, action.args) or str(action)
 
 
 def diagnose(trace: Trace) -> Diagnosis:
