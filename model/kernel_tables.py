@@ -133,7 +133,8 @@ class KernelTables:
         self.code = {f.name: self.code_of(f.name, columns[f.name]) for f in kept}  # per field, its code per slot
         self.COMBINED = self.combined(columns) + np.zeros(n, dtype=np.int64)
         if unit <= DENSE_SLOTS:
-            self.slot_table: np.ndarray | None = np.full(unit, -1, dtype=np.int64)
+            # one entry past the end holds -1: slot_of clips every index outside to it (-1 wraps there)
+            self.slot_table: np.ndarray | None = np.full(unit + 1, -1, dtype=np.int64)
             self.slot_table[self.COMBINED] = np.arange(n, dtype=np.int64)
         else:
             self.slot_table = None
@@ -154,8 +155,7 @@ class KernelTables:
         """The slot of combined indices, -1 where no allowed combination has it."""
         combined = np.asarray(combined, dtype=np.int64)
         if self.slot_table is not None:
-            inside = (combined >= 0) & (combined < self.combined_size)
-            return np.where(inside, self.slot_table[np.minimum(np.maximum(combined, 0), self.combined_size - 1)], -1)
+            return self.slot_table.take(np.clip(combined, -1, self.combined_size))
         pos = np.searchsorted(self.COMBINED, combined)
         pos = np.minimum(pos, self.n_slots - 1)
         return np.where(self.COMBINED[pos] == combined, pos, -1)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .actions import Catalogue
+from .factor import Factorer
 from .kernel_keys import KernelDomainError
 from .ops import DefinitionError
 from .trace import Node, TraceView, Tracer, tracing
@@ -35,28 +36,29 @@ SMALL = 256  # ... unless the layer is this small: then it only masks rows (a ch
 class Layer:
     """Some rows of a batch, and what was computed there. The root layer (every row)
     decodes components with ``decode``; a child layer takes the rows ``sub`` of its
-    parent ``below``."""
+    parent ``below``. ``book``, shared by a batch's layers, lists per node id the child
+    layers' entries that read it (a layer and the node's id where it holds its value, or
+    the key of a mask or child layer of conjuncts including it): ``Batch.forget`` finds
+    them at once."""
 
-    __slots__ = ("rows", "sub", "below", "cache", "children", "decode", "size")
+    __slots__ = ("rows", "sub", "below", "cache", "children", "decode", "n", "book")
 
     def __init__(self, rows: np.ndarray | None, sub: np.ndarray | None, below: "Layer | None",
                  decode: Callable[[str], np.ndarray] | None = None, size: int = 0) -> None:
-        self.rows, self.sub, self.below, self.decode, self.size = rows, sub, below, decode, size
+        self.rows, self.sub, self.below, self.decode = rows, sub, below, decode
+        self.n = size if rows is None else len(rows)
+        self.book: dict[int, list] = {} if below is None else below.book
         self.cache: dict = {}
         self.children: dict = {}
 
-    @property
-    def n(self) -> int:
-        return self.size if self.rows is None else len(self.rows)
-
     def all_rows(self) -> np.ndarray:
-        return np.arange(self.size) if self.rows is None else self.rows
+        return np.arange(self.n) if self.rows is None else self.rows
 
     def component(self, name: str) -> np.ndarray:
         key = ("#", name)
         v = self.cache.get(key)
         if v is None:
-            v = self.decode(name) if self.below is None else self.below.component(name)[self.sub]
+            v = self.decode(name) if self.below is None else self.below.component(name).take(self.sub)
             self.cache[key] = v
         return v
 
@@ -64,37 +66,54 @@ class Layer:
         """A node's value at these rows (a constant stays one)."""
         if type(node) is not Node:
             return node
-        v = self.cache.get(node.id)
+        nid = node.id
+        v = self.cache.get(nid)
         if v is None:
             below = self.below
-            if below is not None and node.id in below.cache:
-                v = below.cache[node.id]
+            if below is not None and nid in below.cache:
+                v = below.cache[nid]
                 if isinstance(v, np.ndarray):
-                    v = v[self.sub]
+                    v = v.take(self.sub)
             elif node.table is not None:
                 (comp,) = node.comps
-                v = node.table[self.component(comp)]
+                v = node.table.take(self.component(comp))
             else:
                 v = node.fn(*[self.value(a) for a in node.args])
-            self.cache[node.id] = v
+            self.cache[nid] = v
+            if below is not None:
+                self.book.setdefault(nid, []).append((self, nid))
         return v
 
-    def split(self, mask: np.ndarray, key: Any) -> tuple[int, "Layer | None"]:
+    def conjoined(self, node: Node, mask: np.ndarray, key: tuple) -> np.ndarray:
+        """``node`` and ``mask`` (the conjuncts ``key`` but the last), remembered under ``key``."""
+        v = self.cache.get(key)
+        if v is None:
+            v = self.cache[key] = self.value(node) & mask
+            self._note(key)
+        return v
+
+    def split(self, mask: np.ndarray, key: tuple) -> tuple[int, "Layer | None"]:
         """How many rows ``mask`` keeps, and the child layer of those rows where narrowing to
-        them pays (few rows of a big layer), else None; remembered under ``key`` (a node's
-        id, or None for a mask of one action's own), so actions narrowing by it share it."""
-        if key is not None:
-            known = self.children.get(key)
-            if known is not None:
-                return known
+        them pays (few rows of a big layer), else None; remembered under ``key`` (the ids of
+        the conjuncts since this layer's), so actions narrowing by the same ones share it."""
+        known = self.children.get(key)
+        if known is not None:
+            return known
         kept = int(np.count_nonzero(mask))
         child = None
         if 0 < kept <= self.n * NARROW_AT and self.n > SMALL:
             sub = np.flatnonzero(mask)
             child = Layer(sub if self.rows is None else self.rows[sub], sub, self)
-        if key is not None:
-            self.children[key] = (kept, child)
+        self.children[key] = (kept, child)
+        self._note(key)
         return kept, child
+
+    def _note(self, key: tuple) -> None:
+        if self.below is None:
+            return  # the root's own entries are found by looking (the root in the book would be a cycle)
+        entry = (self, key)
+        for nid in key:
+            self.book.setdefault(nid, []).append(entry)
 
 
 class Batch:
@@ -109,29 +128,49 @@ class Batch:
     def component(self, name: str) -> np.ndarray:
         return self.root.component(name)
 
+    def forget(self, nodes: list[int]) -> None:
+        """Drop what no later action reads: these nodes' values, and the masks and layers of
+        conjuncts including them."""
+        root = self.root
+        book, dead = root.book, set(nodes)
+        entries = [(root, key) for key in root.children if not dead.isdisjoint(key)]
+        for nid in nodes:
+            root.cache.pop(nid, None)
+            entries.extend(book.pop(nid, ()))
+        for layer, key in entries:
+            layer.cache.pop(key, None)
+            if type(key) is tuple:
+                _, child = layer.children.pop(key, (0, None))
+                if child is not None:
+                    _release(child)
+
     def release(self) -> None:
-        """Drop the narrowed layers at once: a layer and its children refer to each other,
-        and the garbage collector would free those cycles (and their arrays) only much later."""
-        stack = [self.root]
-        while stack:
-            layer = stack.pop()
-            stack.extend(child for _, child in layer.children.values() if child is not None)
-            layer.children.clear()
-            layer.below = None
+        _release(self.root)
+        self.root.book.clear()
+
+
+def _release(top: Layer) -> None:
+    """Drop a layer's narrowed layers at once: a layer and its children refer to each other,
+    and the garbage collector would free those cycles (and their arrays) only much later."""
+    stack = [top]
+    while stack:
+        layer = stack.pop()
+        stack.extend(child for _, child in layer.children.values() if child is not None)
+        layer.children.clear()
+        layer.cache.clear()
+        layer.below = None
 
 
 @dataclass
 class _Change:
     """How an action changes one component: the node (or constant) of its new code, a
     replica's new slot (-1 where the new fields leave the tables). ``checked``: the new
-    codes are known to be in range (a table with none outside); ``checks``: a replica's
-    field codes that its slot cannot vouch for, checked per batch."""
+    codes are known to be in range (a table with none outside), else checked per batch."""
 
     comp: str
     new: Any
     bound: int
     checked: bool = False
-    checks: list[tuple[Any, int]] = field(default_factory=list)  # (code, bound) to check per batch
 
 
 @dataclass
@@ -139,6 +178,19 @@ class _Action:
     index: int
     conjuncts: list[Node]
     changes: list[_Change]
+    dead: list[int] = field(default_factory=list)  # nodes no later action reads: dropped after this one
+
+    def reads(self) -> set[int]:
+        """Every node this action may compute (a node with a table is a gather: its arguments are not)."""
+        seen: set[int] = set()
+        stack = [*self.conjuncts, *(ch.new for ch in self.changes)]
+        while stack:
+            n = stack.pop()
+            if type(n) is Node and n.id not in seen:
+                seen.add(n.id)
+                if n.table is None:
+                    stack.extend(n.args)
+        return seen
 
 
 class Plan:
@@ -147,11 +199,16 @@ class Plan:
     def __init__(self, T: Any, catalogue: Catalogue) -> None:
         self.T = T
         self.tracer = Tracer(T)
+        self.factor = Factorer(self.tracer)
         self.actions: list[_Action] = []
         for a in range(len(catalogue)):
             traced = self._trace_action(catalogue.family_of[a].run, catalogue[a].args, a)
             if traced is not None:
                 self.actions.append(traced)
+        last = {nid: act for act in self.actions for nid in act.reads()}  # the last action reading a node
+        for nid, act in last.items():
+            act.dead.append(nid)
+        self.factor.settle()
 
     # ---- tracing ------------------------------------------------------------------------------
     def _trace_action(self, run: Callable, args: dict[str, int], index: int) -> _Action | None:
@@ -165,7 +222,7 @@ class Plan:
                     if not cond:
                         return None  # statically disabled here
                     continue
-                conjuncts.append(cond)
+                conjuncts.append(self.factor(cond))
             changes = self._changes(view)
         return _Action(index, conjuncts, changes)
 
@@ -177,27 +234,27 @@ class Plan:
             f = view.fields[name]
             if not f.kept(cfg):
                 continue  # a constant here: the definition assigns it its value
-            code = value if not f.kind.number else f.kind.code_of_view(value)
+            code = self.factor(value if not f.kind.number else f.kind.code_of_view(value))
             if f.replica:
                 per_replica.setdefault(r, []).append((name, code))
             else:
-                out.append(_Change(name, code, T.bound[name], _within(code, T.bound[name])))
+                out.append(_Change(name, code, T.bound[name], self._within(code, T.bound[name])))
         for r, fields in per_replica.items():
             comp = f"slot{r}"
             if all(type(c) is not Node or c.comps == {comp} for _, c in fields):
                 table = self._slot_table(comp, fields)
-                out.append(_Change(comp, table, T.n_slots, _within(table, T.n_slots)))
+                out.append(_Change(comp, table, T.n_slots, self._within(table, T.n_slots)))
             else:
-                slot, checks = self._slot_node(comp, fields)
-                out.append(_Change(comp, slot, T.n_slots, checks=checks))
+                slot = self._slot_node(comp, fields)
+                out.append(_Change(comp, slot, T.n_slots, self._within(slot, T.n_slots)))
         return out
 
-    def _slot_node(self, comp: str, fields: list[tuple[str, Any]]) -> tuple[Node, list[tuple[Any, int]]]:
-        """A replica's new slot where some new fields depend on other components too, and the
-        checks its mixed codes need per batch. The combined index starts from a table over
-        the replica's slots (its index with the updated fields zeroed, plus the new codes
-        that depend on it alone; -1 where one of those is out of range) and adds each mixed
-        field's code times its unit."""
+    def _slot_node(self, comp: str, fields: list[tuple[str, Any]]) -> Any:
+        """A replica's new slot where some new fields depend on other components too, factored
+        as one expression. The combined index starts from a table over the replica's slots
+        (its index with the updated fields zeroed, plus the new codes that depend on it
+        alone; -1 where one of those is out of range) and adds each mixed field's code times
+        its unit; the slot is -1 where a mixed code is out of its field's range."""
         T, t = self.T, self.tracer
         base = T.COMBINED.copy()
         bad = np.zeros(T.n_slots, dtype=bool)
@@ -212,11 +269,17 @@ class Plan:
             base += new * T.unit[name]
         base[bad] = -(1 << 62)  # slot_of gives -1 there
         combined: Any = t._intern(("slot-base", comp, len(t.nodes)), None, (), frozenset([comp]), base)
+        outside: Any = False
         for name, code in mixed:
-            unit = T.unit[name]
+            unit, radix = T.unit[name], T.radix[name]
             combined = t.node(("add_code", unit), lambda c, v, u=unit: c + np.asarray(v, dtype=np.int64) * u, combined, code)
+            if not self._within(code, radix):
+                out = t.node(("outside", radix), lambda v, r=radix: (v < 0) | (v >= r), code)
+                outside = out if outside is False else t.node("logical_or", np.logical_or, outside, out)
         slot = t.node("slot_of", T.slot_of, combined)
-        return slot, [(code, T.radix[name]) for name, code in mixed]
+        if outside is not False:
+            slot = t.node("unless", lambda s, o: np.where(o, -1, s), slot, outside)
+        return self.factor(slot)
 
     def _slot_table(self, comp: str, fields: list[tuple[str, Any]]) -> Node:
         """A replica's new slot as a table over its slots (-1 where it leaves the tables)."""
@@ -230,10 +293,19 @@ class Plan:
         slots = np.where(bad, -1, T.slot_of(np.where(bad, 0, combined)))
         return self.tracer._intern(("slot-update", comp, len(self.tracer.nodes)), None, (), frozenset([comp]), slots)
 
+    def _within(self, code: Any, bound: int) -> bool:
+        """A constant, or a node whose every value (its table's, its factored table's) is a code below ``bound``."""
+        if type(code) is not Node:
+            return 0 <= code < bound
+        table = code.table if code.table is not None else self.factor.tables.get(code.id)
+        return table is not None and bool(((table >= 0) & (table < bound)).all())
+
     def trace_property(self, holds: Callable) -> Any:
         view = TraceView(self.tracer)
         with tracing(self.tracer):
-            return holds(view, view.x)
+            node = self.factor(holds(view, view.x))
+        self.factor.settle()
+        return node
 
     # ---- running ---------------------------------------------------------------------------------
     def expand(self, keys: np.ndarray, action_dtype: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -248,23 +320,29 @@ class Plan:
         T = self.T
         parts: list[tuple[np.ndarray, np.ndarray, int]] = []
         for act in self.actions:
-            layer, mask = batch.root, None
+            layer, mask, since = batch.root, None, ()
             for c in act.conjuncts:
-                cond = layer.value(c)
-                if mask is not None:
-                    cond = cond & mask
-                kept, child = layer.split(cond, c.id if mask is None else None)
+                since += (c.id,)  # the conjuncts since this layer's: actions sharing them share the mask
+                cond = layer.value(c) if mask is None else layer.conjoined(c, mask, since)
+                kept, child = layer.split(cond, since)
                 if not kept:
                     break
                 if child is not None:
-                    layer, mask = child, None
+                    layer, mask, since = child, None, ()
                 elif kept < layer.n:
                     mask = cond
             else:
-                rows = layer.all_rows() if mask is None else layer.all_rows()[mask]
-                new = keys[:, rows]
-                T.codec.update(new, self._component_changes(act, layer, mask))
+                own = None
+                if mask is not None:  # the update is computed on the rows that take it only
+                    sub = np.flatnonzero(mask)
+                    layer = own = Layer(sub if layer.rows is None else layer.rows[sub], sub, layer)
+                rows = layer.all_rows()
+                new = keys.take(rows, axis=1)
+                T.codec.update(new, self._component_changes(act, layer))
                 parts.append((new, rows, act.index))
+                if own is not None:
+                    _release(own)
+            batch.forget(act.dead)
         if not parts:
             return np.empty((T.words, 0), U64), np.empty(0, np.int64), np.empty(0, action_dtype)
         out_keys = np.concatenate([p[0] for p in parts], axis=1)
@@ -272,32 +350,15 @@ class Plan:
         actions = np.concatenate([np.full(len(p[1]), p[2], dtype=action_dtype) for p in parts])
         return out_keys, out_rows, actions
 
-    def _component_changes(self, act: _Action, layer: Layer, mask: Any) -> list[tuple[str, np.ndarray, Any]]:
-        T = self.T
-
-        def at(node: Any) -> Any:
-            v = layer.value(node)
-            return v[mask] if mask is not None and isinstance(v, np.ndarray) else v
-
+    def _component_changes(self, act: _Action, layer: Layer) -> list[tuple[str, np.ndarray, Any]]:
+        """(component, old codes, new codes) of the rows of ``layer``, checked against the tables."""
         out = []
         for ch in act.changes:
-            old = layer.component(ch.comp)
-            if mask is not None:
-                old = old[mask]
-            for code, bound in ch.checks:
-                _check(at(code), bound, act.index, ch.comp)
-            new = at(ch.new)
+            new = layer.value(ch.new)
             if not ch.checked:
                 _check(new, ch.bound, act.index, ch.comp)
-            out.append((ch.comp, old, new))
+            out.append((ch.comp, layer.component(ch.comp), new))
         return out
-
-
-def _within(code: Any, bound: int) -> bool:
-    """A constant, or a table, all of whose values are codes below ``bound``."""
-    if type(code) is Node:
-        return code.table is not None and bool(((code.table >= 0) & (code.table < bound)).all())
-    return 0 <= code < bound
 
 
 def _check(values: Any, bound: int, action: int, what: str) -> None:

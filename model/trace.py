@@ -238,7 +238,7 @@ class TraceOps(Ops):
         return self._n("drop", lambda s, j: np.where(np.asarray(j) >= 0, s & ~(_ONE << np.maximum(j, 0)), s), S, i)
 
     def size(self, S: Any) -> Any:
-        return self._n("size", lambda s: self.pop[s], S)
+        return self._n("size", lambda s: self.pop.take(s), S)
 
     def empty(self, S: Any) -> Any:
         return S == 0
@@ -263,10 +263,10 @@ class TraceOps(Ops):
 
     # logs: indices into the kernel's table of logs
     def length(self, log: Any) -> Any:
-        return self._n("length", lambda g: self.LA.length[g], log)
+        return self._n("length", lambda g: self.LA.length.take(g), log)
 
     def _code(self, log: Any, o: Any) -> Any:
-        return self._n("code", lambda g, off: self.LA.code_at[g * self.LA.width + np.minimum(off, self.LA.log_size)], log, o)
+        return self._n("code", lambda g, off: self.LA.code_at.take(g * self.LA.width + np.minimum(off, self.LA.log_size)), log, o)
 
     def id_at(self, log: Any, o: Any) -> Any:
         return self._n("id", lambda c: np.where(c >= 0, c // self.ne, NONE), self._code(log, o))
@@ -280,7 +280,7 @@ class TraceOps(Ops):
         def fn(g: Any, i: Any, e: Any) -> Any:
             code = i * self.ne + e
             ok = (code >= 0) & (code < nc) & (np.asarray(e) >= 0)
-            return np.where(ok, self.LA.append[g * nc + np.minimum(np.maximum(code, 0), nc - 1)], -1)
+            return np.where(ok, self.LA.append.take(g * nc + np.minimum(np.maximum(code, 0), nc - 1)), -1)
 
         return self._n("append", fn, log, rid, epoch)
 
@@ -288,35 +288,35 @@ class TraceOps(Ops):
         LA = self.LA
 
         def fn(g: Any, src: Any) -> Any:
-            c = LA.code_at[src * LA.width + LA.length[g]]
-            return np.where(c >= 0, LA.append[g * LA.n_codes + np.maximum(c, 0)], -1)
+            c = LA.code_at.take(src * LA.width + LA.length.take(g))
+            return np.where(c >= 0, LA.append.take(g * LA.n_codes + np.maximum(c, 0)), -1)
 
         return self._n("copy_next", fn, log, source)
 
     def prefix(self, log: Any, t: Any) -> Any:
         LA = self.LA
-        return self._n("prefix", lambda g, n: LA.prefix[g * LA.width + np.minimum(n, LA.log_size)], log, t)
+        return self._n("prefix", lambda g, n: LA.prefix.take(g * LA.width + np.minimum(n, LA.log_size)), log, t)
 
     def ids(self, log: Any) -> Any:
-        return self._n("ids", lambda g: self.LA.ids[g], log)
+        return self._n("ids", lambda g: self.LA.ids.take(g), log)
 
     def ids_below(self, log: Any, k: Any) -> Any:
         LA = self.LA
-        return self._n("ids_below", lambda g, n: LA.ids_below[g * LA.width + np.minimum(n, LA.log_size)], log, k)
+        return self._n("ids_below", lambda g, n: LA.ids_below.take(g * LA.width + np.minimum(n, LA.log_size)), log, k)
 
     def last_epoch(self, log: Any) -> Any:
-        return self._n("last_epoch", lambda g: self.LA.last_epoch[g], log)
+        return self._n("last_epoch", lambda g: self.LA.last_epoch.take(g), log)
 
     def epoch_start(self, log: Any, e: Any) -> Any:
-        return self._n("epoch_start", lambda g, ep: self.LA.epoch_start[g * self.ne + np.maximum(ep, 0)], log, e)
+        return self._n("epoch_start", lambda g, ep: self.LA.epoch_start.take(g * self.ne + np.maximum(ep, 0)), log, e)
 
     def matching_end(self, leader: Any, follower: Any) -> Any:
-        return self._n("matching", lambda a, b: self.LA.matching[a * self.LA.n + b], leader, follower)
+        return self._n("matching", lambda a, b: self.LA.matching.take(a * self.LA.n + b), leader, follower)
 
     def epoch_end(self, leader: Any, e: Any) -> Any:
         ne = self.ne
         return self._n(
-            "epoch_end", lambda g, ep: np.where(np.asarray(ep) >= 0, self.LA.epoch_end[g * ne + np.maximum(ep, 0)], NONE),
+            "epoch_end", lambda g, ep: np.where(np.asarray(ep) >= 0, self.LA.epoch_end.take(g * ne + np.maximum(ep, 0)), NONE),
             leader, e,
         )
 
@@ -325,37 +325,37 @@ class TraceOps(Ops):
 
         def fn(ga: Any, gb: Any, n: Any) -> Any:
             n = np.minimum(n, ls)
-            pa = prefix[ga * w + n]
-            return (pa >= 0) & (pa == prefix[gb * w + n])
+            pa = prefix.take(ga * w + n)
+            return (pa >= 0) & (pa == prefix.take(gb * w + n))
 
         return self._n("agree_below", fn, a, b, h)
 
     # requests: indices into the kernel's table of request sequences
     def sent(self, R: Any) -> Any:
-        return self._n("sent", lambda r: self.T.RQ_NLE[r], R)
+        return self._n("sent", lambda r: self.T.RQ_NLE.take(r), R)
 
     def leader_of(self, R: Any, e: Any) -> Any:
         T, last = self.T, len(self.T.RQ_SLOT_T) - 1
         return self._n(
             "leader_of",
-            lambda r, ep: np.where((np.asarray(ep) >= 0) & (np.asarray(ep) <= last), T.SLOT_LD[T.RQ_SLOT[r, np.minimum(np.maximum(ep, 0), last)]], NONE),
+            lambda r, ep: np.where((np.asarray(ep) >= 0) & (np.asarray(ep) <= last), T.SLOT_LD.take(T.RQ_SLOT[r, np.minimum(np.maximum(ep, 0), last)]), NONE),
             R, e,
         )
 
     def isr_of(self, R: Any, e: Any) -> Any:
         T, last = self.T, len(self.T.RQ_SLOT_T) - 1
-        return self._n("isr_of", lambda r, ep: T.SLOT_ISR[T.RQ_SLOT[r, np.minimum(np.maximum(ep, 0), last)]], R, e)
+        return self._n("isr_of", lambda r, ep: T.SLOT_ISR.take(T.RQ_SLOT[r, np.minimum(np.maximum(ep, 0), last)]), R, e)
 
     def last_leader(self, R: Any) -> Any:
-        return self._n("last_leader", lambda r: self.T.RQ_QLEAD[r], R)
+        return self._n("last_leader", lambda r: self.T.RQ_QLEAD.take(r), R)
 
     def send(self, R: Any, leader: Any, isr: Any) -> Any:
         T = self.T
 
         def fn(r: Any, ld: Any, s: Any) -> Any:
-            k = T.RQ_NLE[r]
-            slot = T.REQUEST_SLOT_OF[(ld + 1) * self.n_isr + s]
-            new = T.rq_off[np.minimum(k + 1, len(T.rq_off) - 1)] + (r - T.rq_off[k]) + np.maximum(slot, 0) * T.rq_pow[k]
+            k = T.RQ_NLE.take(r)
+            slot = T.REQUEST_SLOT_OF.take((ld + 1) * self.n_isr + s)
+            new = T.rq_off.take(np.minimum(k + 1, len(T.rq_off) - 1)) + (r - T.rq_off.take(k)) + np.maximum(slot, 0) * T.rq_pow.take(k)
             return np.where(slot < 0, -1, new)
 
         return self._n("send", fn, R, leader, isr)
