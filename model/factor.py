@@ -91,6 +91,8 @@ class Factorer:
         themselves; None where even those make too big a table."""
         chosen = {c: _fields(by_comp[c]) for c in comps}
         sizes = {c: len(self._feature(c, chosen[c])[1]) for c in comps}
+        if int(np.prod(list(sizes.values()), dtype=np.int64)) <= self.limit:
+            return chosen
         exact = {c: len(self._feature(c, by_comp[c])[1]) for c in comps}
         while int(np.prod([sizes[c] for c in comps], dtype=np.int64)) > self.limit:
             wider = [c for c in comps if chosen[c] is not by_comp[c] and sizes[c] > exact[c]]
@@ -125,7 +127,7 @@ def _dense_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             span = int(key.max()) + 1
         span *= width
         key = key * width + (col - lo)
-    if span > max(1 << 16, 8 * len(key)):  # a counting sort over a span much wider than the rows costs more
+    if span > max(1 << 12, 4 * len(key)):  # a counting sort over a span much wider than the rows costs more
         _, reps, codes = np.unique(key, return_index=True, return_inverse=True)
         return codes.reshape(-1), reps
     seen = np.zeros(span, dtype=bool)

@@ -101,7 +101,9 @@ class BitFields:
         """Apply (component, old values, new values) to keys (words, m) in place."""
         for name, old, value in changes:
             f = self.field[name]
-            keys[f.word] ^= ((np.asarray(old) ^ np.asarray(value)).astype(U64)) << U64(f.shift)
+            delta = np.bitwise_xor(old, value, dtype=np.int64).view(U64)  # a new array: shifted in place
+            delta <<= U64(f.shift)
+            keys[f.word] ^= delta
 
     def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
         """Keys relabelled by each permutation after the identity."""
@@ -150,7 +152,9 @@ class MixedRadix:
     def update(self, keys: np.ndarray, changes: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
         key = keys[0]
         for name, old, value in changes:
-            key += (np.asarray(value).astype(U64) - np.asarray(old).astype(U64)) * U64(self.unit[name])
+            delta = np.subtract(value, old, dtype=np.int64).view(U64)  # modulo 2^64, as the key's sum
+            delta *= U64(self.unit[name])
+            key += delta
 
     def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
         perms, _, shared_t = tables

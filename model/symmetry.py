@@ -22,6 +22,8 @@ from functools import partial
 from itertools import permutations, product
 from math import factorial
 
+import numpy as np
+
 from .layout import Layout, replica_reader
 from .schema import Brokers, RequestsKind, relabel_mask
 
@@ -66,39 +68,39 @@ class Symmetry:
             for old, new in enumerate(p):
                 order[new] = old
             self.perm_index[tuple(order)] = k
-        metas = range(L.n_meta)
         kept = [f for f in L.meta_fields if f.kept(cfg)]
-        self.meta_perm = [
-            [
-                sum(
-                    (f.kind.relabel(L.meta_code[f.name][m], p) if f.kind.brokers else L.meta_code[f.name][m]) * L.unit[f.name]
-                    for f in kept
-                )
-                for m in metas
-            ]
-            for p in self.perms
-        ]
+        codes = {f.name: np.asarray(L.meta_code[f.name], dtype=np.int64) for f in kept}
+        self.meta_perm = [self._relabelled_metas(kept, codes, p) for p in self.perms]
         # Identity-free signature of a replica's meta, per position: each field's code, but a
         # broker only as none/self/other and a set of brokers only as (contains self, size).
+        popcount = np.asarray(L.popcount, dtype=np.int64)
         self.sig_meta = []
         for r in range(rf):
-            table = []
-            for m in metas:
-                code = 0
-                for f in kept:
-                    c = L.meta_code[f.name][m]
-                    if isinstance(f.kind, Brokers):
-                        code = code * 2 * (rf + 1) + (c >> r & 1) * (rf + 1) + L.popcount[c]
-                    elif f.kind.brokers:  # one broker or none, coded leader + 1
-                        code = code * 3 + (0 if c == 0 else 1 if c - 1 == r else 2)
-                    else:
-                        code = code * L.radix[f.name] + c
-                table.append(code)
-            self.sig_meta.append(table)
+            sig = np.zeros(L.n_meta, dtype=np.int64)
+            for f in kept:
+                c = codes[f.name]
+                if isinstance(f.kind, Brokers):
+                    sig = sig * 2 * (rf + 1) + (c >> r & 1) * (rf + 1) + popcount.take(c)
+                elif f.kind.brokers:  # one broker or none, coded leader + 1
+                    sig = sig * 3 + np.where(c == 0, 0, np.where(c - 1 == r, 1, 2))
+                else:
+                    sig = sig * L.radix[f.name] + c
+            self.sig_meta.append(sig.tolist())
         self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
         self.full_group = factorial(rf)
         self._shared_block()
         self._build()
+
+    def _relabelled_metas(self, kept: list, codes: dict[str, np.ndarray], perm: tuple[int, ...]) -> list[int]:
+        """Per meta index, the meta index with its broker fields relabelled by ``perm``."""
+        L = self.layout
+        out = np.zeros(L.n_meta, dtype=np.int64)
+        for f in kept:
+            c = codes[f.name]
+            if f.kind.brokers:
+                c = np.asarray([f.kind.relabel(v, perm) for v in range(L.radix[f.name])], dtype=np.int64).take(c)
+            out += c * L.unit[f.name]
+        return out.tolist()
 
     def _shared_block(self) -> None:
         """The shared bits that name brokers (the quorum ISR and the requests: the controller's

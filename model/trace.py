@@ -91,11 +91,13 @@ def _compact(table: Any) -> Any:
     through int64 constants, so it never overflows the small types.)"""
     if isinstance(table, np.ndarray) and table.dtype == np.int64 and len(table):
         lo, hi = table.min(), table.max()
-        for small in (np.int8, np.int16, np.int32):
-            info = np.iinfo(small)
-            if info.min <= lo and hi <= info.max:
+        for small, low, high in _SMALL:
+            if low <= lo and hi <= high:
                 return table.astype(small)
     return table
+
+
+_SMALL = [(t, int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (np.int8, np.int16, np.int32)]
 
 
 _ONE = np.int64(1)
