@@ -22,8 +22,6 @@ from functools import partial
 from itertools import permutations, product
 from math import factorial
 
-import numpy as np
-
 from .layout import Layout, replica_reader
 from .schema import Brokers, RequestsKind, relabel_mask
 
@@ -69,38 +67,43 @@ class Symmetry:
                 order[new] = old
             self.perm_index[tuple(order)] = k
         kept = [f for f in L.meta_fields if f.kept(cfg)]
-        codes = {f.name: np.asarray(L.meta_code[f.name], dtype=np.int64) for f in kept}
-        self.meta_perm = [self._relabelled_metas(kept, codes, p) for p in self.perms]
+        self.meta_perm = [self._relabelled_metas(kept, p) for p in self.perms]
         # Identity-free signature of a replica's meta, per position: each field's code, but a
         # broker only as none/self/other and a set of brokers only as (contains self, size).
-        popcount = np.asarray(L.popcount, dtype=np.int64)
+        # Field by field over whole columns (no NumPy here: the Spark executors' scalar tasks
+        # import this module without it).
         self.sig_meta = []
         for r in range(rf):
-            sig = np.zeros(L.n_meta, dtype=np.int64)
+            sig = [0] * L.n_meta
             for f in kept:
-                c = codes[f.name]
+                codes = L.meta_code[f.name]
                 if isinstance(f.kind, Brokers):
-                    sig = sig * 2 * (rf + 1) + (c >> r & 1) * (rf + 1) + popcount.take(c)
+                    part = [(c >> r & 1) * (rf + 1) + L.popcount[c] for c in range(L.radix[f.name])]
+                    scale = 2 * (rf + 1)
                 elif f.kind.brokers:  # one broker or none, coded leader + 1
-                    sig = sig * 3 + np.where(c == 0, 0, np.where(c - 1 == r, 1, 2))
+                    part = [0 if c == 0 else 1 if c - 1 == r else 2 for c in range(L.radix[f.name])]
+                    scale = 3
                 else:
-                    sig = sig * L.radix[f.name] + c
-            self.sig_meta.append(sig.tolist())
+                    part, scale = list(range(L.radix[f.name])), L.radix[f.name]
+                sig = [v * scale + part[c] for v, c in zip(sig, codes)]
+            self.sig_meta.append(sig)
         self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
         self.full_group = factorial(rf)
         self._shared_block()
         self._build()
 
-    def _relabelled_metas(self, kept: list, codes: dict[str, np.ndarray], perm: tuple[int, ...]) -> list[int]:
+    def _relabelled_metas(self, kept: list, perm: tuple[int, ...]) -> list[int]:
         """Per meta index, the meta index with its broker fields relabelled by ``perm``."""
         L = self.layout
-        out = np.zeros(L.n_meta, dtype=np.int64)
+        out = [0] * L.n_meta
         for f in kept:
-            c = codes[f.name]
+            unit = L.unit[f.name]
             if f.kind.brokers:
-                c = np.asarray([f.kind.relabel(v, perm) for v in range(L.radix[f.name])], dtype=np.int64).take(c)
-            out += c * L.unit[f.name]
-        return out.tolist()
+                moved = [f.kind.relabel(c, perm) * unit for c in range(L.radix[f.name])]
+            else:
+                moved = [c * unit for c in range(L.radix[f.name])]
+            out = [o + moved[c] for o, c in zip(out, L.meta_code[f.name])]
+        return out
 
     def _shared_block(self) -> None:
         """The shared bits that name brokers (the quorum ISR and the requests: the controller's
