@@ -81,7 +81,7 @@ def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgem
     if len({tuple(get(c) for _, get in varying) for c in checks}) < len(checks) or not varying:
         varying = [("check", lambda k: k.name)] + varying
     props = {p for c in checks for p in c.properties}
-    durability = [p for p in NAMES if p in props and BY_NAME[p].expectation == "always"]
+    durability = [p for p in NAMES if p in props and verdict.always(BY_NAME[p])]
     availability = [p for p in [AVAILABILITY] + list(NAMES)
                     if p in props and BY_NAME[p].expectation == "sometimes"]
     availability = list(dict.fromkeys(availability))
@@ -163,7 +163,7 @@ p.small { color: #57606a; font-size: .9em; max-width: 60em; }
 def html_page(table: Table, out: Path) -> str:
     """A self-contained HTML page; trace links are relative to where the page is written."""
     esc = html.escape
-    n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and BY_NAME[c].expectation == "always")
+    n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and verdict.always(BY_NAME[c]))
     n_av = len(table.columns) - table.n_config - n_dur - 1  # the last column is the seconds
     head = [f'<th class="group" colspan="{table.n_config}">configuration</th>']
     if n_dur:
