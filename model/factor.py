@@ -91,10 +91,9 @@ class Factorer:
         themselves; None where even those make too big a table."""
         chosen = {c: _fields(by_comp[c]) for c in comps}
         sizes = {c: len(self._feature(c, chosen[c])[1]) for c in comps}
-        if int(np.prod(list(sizes.values()), dtype=np.int64)) <= self.limit:
-            return chosen
-        exact = {c: len(self._feature(c, by_comp[c])[1]) for c in comps}
-        while int(np.prod([sizes[c] for c in comps], dtype=np.int64)) > self.limit:
+        exact: dict[str, int] = {}  # the leaves' own feature sizes, coded only when needed
+        while int(np.prod(list(sizes.values()), dtype=np.int64)) > self.limit:
+            exact = exact or {c: len(self._feature(c, by_comp[c])[1]) for c in comps}
             wider = [c for c in comps if chosen[c] is not by_comp[c] and sizes[c] > exact[c]]
             if not wider:
                 return None
@@ -140,8 +139,8 @@ def _dense_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _leaves(node: Node) -> tuple[list[Node], int]:
-    """The single-component nodes an expression reads (in order of first reading) and how
-    many operations it computes above them."""
+    """The single-component nodes an expression reads (by id) and how many operations it
+    computes above them."""
     leaves: dict[int, Node] = {}
     inner: set[int] = set()
     stack = [node]
@@ -157,16 +156,20 @@ def _leaves(node: Node) -> tuple[list[Node], int]:
 
 def _fields(leaves: list[Node]) -> list[Node]:
     """The nodes with no node arguments (fields, and tables of their own) under some leaves."""
-    seen: dict[int, Node] = {}
+    found: dict[int, Node] = {}
+    visited: set[int] = set()
     stack = list(leaves)
     while stack:
         n = stack.pop()
+        if n.id in visited:
+            continue
+        visited.add(n.id)
         below = [a for a in n.args if type(a) is Node]
         if below:
             stack.extend(below)
         else:
-            seen.setdefault(n.id, n)
-    return sorted(seen.values(), key=lambda n: n.id)
+            found[n.id] = n
+    return sorted(found.values(), key=lambda n: n.id)
 
 
 def _evaluate(node: Any, values: dict[int, Any]) -> Any:

@@ -77,7 +77,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     SLOT_ISR = [L.slot_isr(v) for v in range((rf + 1) * N_ISR)]
 
     T = L.logs
-    LS, W, NE, NREC, NLOGS = L.log_size, T.width, L.n_epochs, T.n_codes, T.n
+    LS, W, NE, NREC = L.log_size, T.width, L.n_epochs, T.n_codes
     MR, ME = L.max_records, L.max_epoch
     CODE_AT, APPEND, PREFIX, IDS_BELOW = T.code_at, T.append, T.prefix, T.ids_below
     LAST_EPOCH, EPOCH_END, EPOCH_START = T.last_epoch, T.epoch_end, T.epoch_start

@@ -23,7 +23,7 @@ import numpy as np
 from .kernel_convert import ScalarBridge
 from .kernel_keys import KernelDomainError, KernelUnsupported
 from .kernel_tables import KernelTables
-from .plan import Batch, Plan, evaluate
+from .plan import Batch, Plan
 
 __all__ = ["Batch", "VectorKernel", "KernelUnsupported", "KernelDomainError", "kernel_for"]
 
@@ -135,7 +135,7 @@ class VectorKernel:
         """The batch form of a property's definition (``prop.holds``) over ``components(keys)``:
         True where it holds."""
         node = self.plan.trace_property(prop.holds)
-        return lambda b: evaluate(self.plan, node, b)
+        return lambda b: b.evaluate(node)
 
     # ---- symmetry -----------------------------------------------------------------------------------------
     def _perms(self):

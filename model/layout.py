@@ -53,7 +53,6 @@ class Layout:
         self.config = cfg = schema.config
         self.rf = rf = cfg.rf
         self.max_records, self.log_size, self.max_epoch = cfg.max_records, cfg.logsize, cfg.max_leader_epoch
-        self.all_replicas = (1 << rf) - 1
         self.n_isr = 1 << rf
         self.n_epochs = cfg.max_leader_epoch + 1
         self.n_records = cfg.max_records * self.n_epochs  # record codes id * epochs + epoch

@@ -3,14 +3,16 @@
 ``Plan(T, catalogue)`` traces each action of the registry (``trace.py``): its guard's
 conjuncts and its updates become nodes; an action whose guard is statically False in
 this configuration is dropped. Updates become the components they change: a shared
-field's new code, or a replica's new slot; where a replica's new fields depend on that
+field's new code, or a replica's new slot; expressions over several components become
+one table look-up (``factor.py``), and where a replica's new fields depend on that
 replica alone, its new slot is itself a table over its slots (one gather per batch).
 
 ``expand(keys)`` runs every action on a batch of keys. A ``Layer`` is some rows of the
 batch and the node values computed there; an action evaluates its conjuncts in order,
 and a conjunct that leaves few rows of a big layer narrows to a child layer, shared by
-every action that narrows by the same node (``Layer.split``), so later conjuncts and
-the update are computed over fewer rows. The rows left take the update: new keys by
+every action that narrows by the same conjuncts (``Layer.split``), so later conjuncts
+and the update are computed over fewer rows; values no later action reads are dropped
+(``Batch.forget``). The rows left take the update: new keys by
 changing only the components it touches. A value outside the kernel's tables raises
 ``KernelDomainError``: a fact that stopped holding fails loudly.
 """
@@ -128,6 +130,12 @@ class Batch:
     def component(self, name: str) -> np.ndarray:
         return self.root.component(name)
 
+    def evaluate(self, node: Any) -> np.ndarray:
+        """A traced property over every row: a bool array. The batch keeps what it computed
+        for the next property it evaluates."""
+        value = self.root.value(node)
+        return value if isinstance(value, np.ndarray) else np.full(self.n, bool(value))
+
     def forget(self, nodes: list[int]) -> None:
         """Drop what no later action reads: these nodes' values, and the masks and layers of
         conjuncts including them."""
@@ -240,21 +248,16 @@ class Plan:
             else:
                 out.append(_Change(name, code, T.bound[name], self._within(code, T.bound[name])))
         for r, fields in per_replica.items():
-            comp = f"slot{r}"
-            if all(type(c) is not Node or c.comps == {comp} for _, c in fields):
-                table = self._slot_table(comp, fields)
-                out.append(_Change(comp, table, T.n_slots, self._within(table, T.n_slots)))
-            else:
-                slot = self._slot_node(comp, fields)
-                out.append(_Change(comp, slot, T.n_slots, self._within(slot, T.n_slots)))
+            slot = self._slot_node(f"slot{r}", fields)
+            out.append(_Change(f"slot{r}", slot, T.n_slots, self._within(slot, T.n_slots)))
         return out
 
     def _slot_node(self, comp: str, fields: list[tuple[str, Any]]) -> Any:
-        """A replica's new slot where some new fields depend on other components too, factored
-        as one expression. The combined index starts from a table over the replica's slots
-        (its index with the updated fields zeroed, plus the new codes that depend on it
-        alone; -1 where one of those is out of range) and adds each mixed field's code times
-        its unit; the slot is -1 where a mixed code is out of its field's range."""
+        """A replica's new slot, factored as one expression (a table over its slots where every
+        new field depends on that replica alone). The combined index starts from a table over
+        the replica's slots (its index with the updated fields zeroed, plus the new codes that
+        depend on it alone; -1 where one of those is out of range) and adds each mixed field's
+        code times its unit; the slot is -1 where a mixed code is out of its field's range."""
         T, t = self.T, self.tracer
         base = T.COMBINED.copy()
         bad = np.zeros(T.n_slots, dtype=bool)
@@ -280,18 +283,6 @@ class Plan:
         if outside is not False:
             slot = t.node("unless", lambda s, o: np.where(o, -1, s), slot, outside)
         return self.factor(slot)
-
-    def _slot_table(self, comp: str, fields: list[tuple[str, Any]]) -> Node:
-        """A replica's new slot as a table over its slots (-1 where it leaves the tables)."""
-        T = self.T
-        combined = T.COMBINED.copy()
-        bad = np.zeros(T.n_slots, dtype=bool)
-        for name, code in fields:
-            new = (code.table if type(code) is Node else np.full(T.n_slots, code)).astype(np.int64)
-            bad |= (new < 0) | (new >= T.radix[name])
-            combined += (new - T.code[name]) * T.unit[name]
-        slots = np.where(bad, -1, T.slot_of(np.where(bad, 0, combined)))
-        return self.tracer._intern(("slot-update", comp, len(self.tracer.nodes)), None, (), frozenset([comp]), slots)
 
     def _within(self, code: Any, bound: int) -> bool:
         """A constant, or a node whose every value (its table's, its factored table's) is a code below ``bound``."""
@@ -369,11 +360,3 @@ def _check(values: Any, bound: int, action: int, what: str) -> None:
     if bad:
         raise KernelDomainError(f"an enabled action (index {action}) sets {what} outside the kernel's tables")
 
-
-def evaluate(plan: Plan, node: Any, batch: Batch) -> np.ndarray:
-    """A traced property over every row of a batch: a bool array. The batch keeps what it
-    computed for the next property of the same batch (``release`` it after the last)."""
-    value = batch.root.value(node)
-    if not isinstance(value, np.ndarray):
-        return np.full(batch.n, bool(value))
-    return value

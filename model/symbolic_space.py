@@ -66,9 +66,6 @@ class Space:
     def _prefix(f: Field, r: int) -> str:
         return f"r{r}.{f.name}" if r >= 0 else f.name
 
-    def _hi(self, hi: Any) -> int | None:
-        return None if self.unbounded and hi is None else hi
-
     def _declare(self, f: Field, name: str) -> None:
         k, rf, cfg = f.kind, self.rf, self.cfg
         if isinstance(k, LogKind):

@@ -29,7 +29,7 @@ from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.kafka import KAFKA
 from isrcheck.model.kernel import KernelDomainError, kernel_for
 from isrcheck.model.symbolic import SymbolicModel
-from isrcheck.properties import select
+from isrcheck.properties import select, verdict
 from isrcheck.properties.symbolic import goal
 
 from .strategies import partition_states, walk_states
@@ -191,17 +191,16 @@ def compare_property(f: Forms, name: str, states: list[int]) -> tuple[int, int]:
     prop = next(p for p in select(f.model.config) if p.name == name)
     reference, fused = prop.derived(f.model), prop.compile(f.model)
     g = goal(prop, f.s).formula
-    representable = []
+    key_of = {}  # the states the kernel represents, and their keys
     for s in states:
         try:
-            f.kernel.key_of_scalar(s)
-            representable.append(s)
+            key_of[s] = f.kernel.key_of_scalar(s)
         except KernelDomainError:
             pass
     batch = {}
-    if representable:
-        keys = f.kernel.keys_of_ints([f.kernel.key_of_scalar(s) for s in representable])
-        batch = dict(zip(representable, f.kernel.predicate(prop)(f.kernel.components(keys)).tolist()))
+    if key_of:
+        keys = f.kernel.keys_of_ints(list(key_of.values()))
+        batch = dict(zip(key_of, f.kernel.predicate(prop)(f.kernel.components(keys)).tolist()))
     counts = [0, 0]
     for s in states:
         holds = reference(s)
@@ -210,7 +209,7 @@ def compare_property(f: Forms, name: str, states: list[int]) -> tuple[int, int]:
         if s in batch:
             assert batch[s] == holds, f"batch: {name} on {f.model.decode(s)}"
         found = _value(g, f.pin(s))
-        assert found == (not holds if prop.expectation == "always" else holds), f"symbolic: {name} on {f.model.decode(s)}"
+        assert found == (not holds if verdict.always(prop) else holds), f"symbolic: {name} on {f.model.decode(s)}"
     return counts[0], counts[1]
 
 
