@@ -122,22 +122,22 @@ def spark_engine_args(params: dict, explicit: set[str]) -> dict:
     }
 
 
-def _duration(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+def _parsed(parse):
+    """A click callback that reads an option's text with ``parse`` (ValueError: a usage error)."""
+
+    def callback(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+
+    return callback
 
 
-def _size(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return parse_size(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+_duration = _parsed(parse_duration)
+_size = _parsed(parse_size)
 
 
 class EpochBound(click.ParamType):
@@ -167,7 +167,9 @@ def feature_options(command):
     """check-model's option for every Kafka feature (``config.FEATURES``), in their order."""
     for knob in reversed(FEATURES):
         extra: dict = {"default": knob.default, "show_default": True, "help": knob.help}
-        if knob.choices:
+        if knob.parse:
+            extra.update(type=str, callback=_parsed(knob.parse), show_default=False)
+        elif knob.choices:
             extra["type"] = click.Choice(knob.choices)
         elif "/" not in knob.option:
             extra.update(type=int, callback=_nonneg if knob.count else None)
@@ -177,8 +179,9 @@ def feature_options(command):
 
 @click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
-@click.option("--protocol", type=click.Choice(REVISIONS), default="kip-320", show_default=True,
-              help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+).")
+@click.option("--protocol", type=click.Choice(REVISIONS), default=None,
+              help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+) "
+                   "[default: kip-320 with --core, else that of --kafka-version].")
 @click.option("--core", is_flag=True, help="The published specification's machine exactly, without Kafka features.")
 @feature_options
 @click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,

@@ -41,7 +41,9 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
     r = outcome.result
     opts = outcome.run.options
     config = dict(outcome.run.config.as_dict())
+    release = outcome.run.config.release
     config.update(
+        kafka_rules=release.rules() if release else None,
         engine=outcome.run.engine,
         symmetry=opts.symmetry,
         max_depth=opts.max_depth,

@@ -11,13 +11,18 @@ has moved away and it has left the ISR, unless it is the last member (KIP-380: t
 controller treats a bounce as a failure first). Since Kafka 2.2 (KIP-380, broker
 epochs) a restarted broker ignores requests addressed to its previous incarnation:
 it comes back fenced at one epoch below the quorum's, applies only newer requests, and
-so cannot resurrect a stale leadership. Its HWM checkpoint is capped at its log end.
+so cannot resurrect a stale leadership. Before 2.2 the controller compared broker ids
+only and could miss a quick bounce altogether, and brokers took requests of any
+generation: a broker restarts whatever the controller has done, having applied no
+epoch, so any request still in flight, one addressed to its previous incarnation
+included, can make it a leader or a follower again (docs/kafka-versions.md). Its HWM
+checkpoint is capped at its log end.
 """
 
 from __future__ import annotations
 
 from .actions import BROKER
-from .fields import KAFKA, NONE, alive, crashes, disk_losses, quorum_epoch
+from .fields import KAFKA, NONE, alive, crashes, disk_losses, quorum_epoch, restart_fencing
 from .words import fmt_log
 
 
@@ -78,11 +83,15 @@ def _restart_words(before, after, a) -> str:
 def BrokerRestart(s, x, replica):
     r, q = replica, s.quorum_isr
     yield x.not_(alive(s, r))
-    yield x.last_leader(s.requests) != r
-    yield x.or_(x.not_(x.has(q, r)), x.only(q, r))
-    qep = quorum_epoch(s, x)
+    if restart_fencing(s.cfg):  # the controller has handled the bounce as a failure
+        yield x.last_leader(s.requests) != r
+        yield x.or_(x.not_(x.has(q, r)), x.only(q, r))
     s.hw[r] = x.min(s.hw[r], x.length(s.log[r]))
-    s.leader_epoch[r] = x.ite(qep > 0, qep - 1, NONE)  # ignores requests of its previous life
+    if restart_fencing(s.cfg):
+        qep = quorum_epoch(s, x)
+        s.leader_epoch[r] = x.ite(qep > 0, qep - 1, NONE)  # ignores requests of its previous life
+    else:
+        s.leader_epoch[r] = NONE  # before KIP-380 it may apply a request sent to its previous life
     s.leader[r] = NONE
     s.isr[r] = x.brokers()
     s.leader_since[r] = NONE

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
 from typing import Any, Callable
 
+from . import releases
+from .releases import Release
 
 class ConfigError(ValueError):
     """An impossible or malformed configuration; the message is one line for the user."""
@@ -27,15 +29,6 @@ class Revision(str, Enum):
     KIP_101 = "kip-101"
     KIP_279 = "kip-279"
     KIP_320 = "kip-320"
-
-    @property
-    def kafka_versions(self) -> str:
-        return {
-            "hw-truncation": "Kafka before 0.11",
-            "kip-101": "Kafka 0.11 to 1.x",
-            "kip-279": "Kafka 2.0",
-            "kip-320": "Kafka 2.1 and later",
-        }[self.value]
 
 
 REVISIONS = tuple(r.value for r in Revision)
@@ -56,7 +49,7 @@ class ModelConfig:
     """
 
     rf: int = 3
-    protocol: str = Revision.KIP_320.value
+    protocol: str | None = None  # None: the Kafka release's revision (kip-320 on the core machine)
     max_records: int = 2
     log_size: int | None = None
     max_leader_epoch: int | None = 2  # None: unbounded epochs and record ids (symbolic engine only)
@@ -67,6 +60,7 @@ class ModelConfig:
     disk_loss: int = 0
     unclean_election: bool = False
     consumer: bool = True
+    kafka_version: str | None = None  # None: the newest release of the protocol revision
 
     def __post_init__(self) -> None:
         if self.log_size is None:
@@ -74,10 +68,31 @@ class ModelConfig:
         if self.core:
             for knob in FEATURES:
                 object.__setattr__(self, knob.field, knob.neutral)
+        elif self.kafka_version is None and self.protocol in REVISIONS:
+            object.__setattr__(self, "kafka_version", releases.newest_with(self.protocol))
+        elif self.kafka_version is None and self.protocol is None:
+            object.__setattr__(self, "kafka_version", releases.NEWEST)
+            object.__setattr__(self, "protocol", releases.BY_VERSION[releases.NEWEST].revision)
+        elif self.kafka_version is not None:
+            try:
+                release = releases.find(str(self.kafka_version))
+            except ValueError:
+                pass  # validate() says why
+            else:
+                object.__setattr__(self, "kafka_version", release.version)
+                if self.protocol is None:
+                    object.__setattr__(self, "protocol", release.revision)
+        if self.protocol is None:
+            object.__setattr__(self, "protocol", Revision.KIP_320.value)
 
     @property
     def revision(self) -> Revision:
         return Revision(self.protocol)
+
+    @property
+    def release(self) -> Release | None:
+        """The Kafka release whose rules the Kafka model follows (None on the core machine)."""
+        return releases.BY_VERSION.get(self.kafka_version) if not self.core else None
 
     @property
     def unbounded(self) -> bool:
@@ -167,7 +182,8 @@ class Knob:
     line and ``slug`` in trace file names ('' leaves it out); ``column``, ``cell``,
     ``shared`` and ``rank``: its column in the trade-off table, the cell of a row, the
     words when every row shares it, and the column's place; ``bound``: the name it is
-    reported under among the bounds every verdict holds within ('' when it is no bound)."""
+    reported under among the bounds every verdict holds within ('' when it is no bound);
+    ``parse``: a text option's reading of the user's words (``ValueError``: one line)."""
 
     field: str
     option: str
@@ -183,6 +199,7 @@ class Knob:
     shared: Callable[[ModelConfig], str] = _nothing
     rank: int = 0
     bound: str = ""
+    parse: Callable[[str], Any] | None = None  # a text option's reading (ValueError: one line for the user)
 
     @property
     def default(self) -> Any:
@@ -197,11 +214,33 @@ def _election(c: ModelConfig) -> str:
     return "unclean" if c.unclean_election else "clean"
 
 
+def _release_problem(c: ModelConfig) -> str:
+    try:
+        release = releases.find(str(c.kafka_version))
+    except ValueError as e:
+        return f"--kafka-version {c.kafka_version}: {e}"
+    if release.revision != c.protocol:
+        return (f"--protocol {c.protocol} disagrees with --kafka-version {c.kafka_version}, whose truncation rules are "
+                f"{release.revision}; give one of the two")
+    return ""
+
+
+def _release_words(c: ModelConfig) -> str:
+    release = c.release
+    return f"Kafka {c.kafka_version} ({', '.join(release.rules())})" if release else ""
+
+
 def _crash_words(c: ModelConfig) -> str:
     return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
 
 
 FEATURES: tuple[Knob, ...] = (
+    Knob("kafka_version", "--kafka-version",
+         f"Kafka release whose rules are checked, X.Y or X.Y.Z, {releases.VERSIONS[0]} to {releases.NEWEST} "
+         f"[default: {releases.NEWEST}, or the newest release of --protocol].", None,
+         parse=lambda text: releases.find(text).version, check=_release_problem, words=_release_words,
+         slug=lambda c: f"kafka{c.kafka_version}", column="Kafka", cell=_unless_core(lambda c: c.kafka_version, "-"),
+         shared=_unless_core(lambda c: f"Kafka {c.kafka_version}"), rank=0),
     Knob("acks", "--acks", "Producer acks.", "0", choices=ACKS,
          check=lambda c: "" if c.acks in ACKS else f"--acks {c.acks!r} is unknown; choose one of {', '.join(ACKS)}",
          words=lambda c: f"acks={c.acks}", slug=lambda c: f"acks{c.acks}",

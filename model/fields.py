@@ -56,6 +56,16 @@ def fenced(cfg: ModelConfig) -> bool:
     return cfg.revision is Revision.KIP_320
 
 
+def restart_fencing(cfg: ModelConfig) -> bool:
+    """KIP-380 (Kafka 2.2): broker epochs fence a restarted broker from its past."""
+    return cfg.release is not None and cfg.release.restart_fencing
+
+
+def strict_min_isr(cfg: ModelConfig) -> bool:
+    """KAFKA-15583 (Kafka 3.7): the HWM stays put while the ISR is below min ISR."""
+    return cfg.release is not None and cfg.release.strict_min_isr
+
+
 def _records(cfg: ModelConfig) -> int:
     return cfg.max_records
 

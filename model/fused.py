@@ -24,6 +24,7 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
+from .fields import restart_fencing, strict_min_isr
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -57,6 +58,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     acks_all = kafka and cfg.acks == "all"
     acks_one = kafka and cfg.acks == "1"
     min_isr = cfg.min_isr
+    strict = strict_min_isr(cfg)  # Kafka 3.7+: no HWM advance under min ISR
+    kip380 = restart_fencing(cfg)  # Kafka 2.2+: a restarted broker is fenced at the quorum's epoch - 1
     unclean = kafka and cfg.unclean_election
     max_crashes = cfg.crashes if kafka else 0
     max_disk = cfg.disk_loss if kafka else 0
@@ -273,7 +276,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if ld[f] != r or h >= ln[f]:
                         ok = False
                         break
-            if not ok:
+            if not ok or (strict and POP[isr[r]] < min_isr):
                 continue
             t = s + (U_HW << SH[r])
             if kafka:
@@ -348,12 +351,12 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         wiped = DEAD_META_BASE + nid * U_LIFE
                         app((A_DISK + r, s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])))
         for r in R:
-            if not life[r] or r == qlead or (qisr >> r & 1 and qisr != 1 << r):
+            if not life[r] or (kip380 and (r == qlead or (qisr >> r & 1 and qisr != 1 << r))):
                 # KIP-380: the controller handles a bounce as a failure first: leadership
                 # moves away and the broker leaves the ISR, unless it is the last member
                 continue
             nh = hw[r] if hw[r] < ln[r] else ln[r]
-            back = nh * U_HW + (qep if qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
+            back = nh * U_HW + (qep if kip380 and qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
             app((A_RESTART + r, s + ((back - meta[r]) << SH[r])))
         return out
 

@@ -18,12 +18,17 @@ The producer (Kafka model): with ``acks=all`` a leader whose cached ISR is below
 the current leadership is acknowledged at the step the HWM passes it if the ISR then has
 ``min.insync.replicas`` members (Kafka's delayed produce; else the producer gets
 NotEnoughReplicasAfterAppend). ``acks=1`` acknowledges at the append.
+
+Kafka 3.7 (KAFKA-15583, apache/kafka PR 14594) makes min ISR strict: the leader does
+not advance its HWM while its ISR has fewer than ``min(min.insync.replicas, replica
+count)`` members (``Partition.maybeIncrementLeaderHW``), whatever the producer's acks;
+the model validates min-isr against rf, so the minimum is ``--min-isr``.
 """
 
 from __future__ import annotations
 
 from .actions import BROKER
-from .fields import KAFKA, expose, fenced, kafka, leads, true_leader_is
+from .fields import KAFKA, expose, fenced, kafka, leads, strict_min_isr, true_leader_is
 from .words import fmt_ids, fmt_isr
 
 
@@ -83,6 +88,8 @@ def LeaderIncHighWatermark(s, x, leader):
     lead = leads(s, r)
     if kafka(cfg) or not fenced(cfg):
         yield lead  # only a believed leader advances its HWM (the published fenced step: see above)
+    if strict_min_isr(cfg):
+        yield x.size(s.isr[r]) >= cfg.min_isr  # Kafka 3.7+: not while under min ISR, whatever the acks
     h, log = s.hw[r], s.log[r]
     end = x.length(log)
     if fenced(cfg):

@@ -101,6 +101,14 @@ def _in_leader_log(history: str) -> Callable[[Any, Any], Any]:
     return holds
 
 
+def _stored(s, x):
+    """Every committed record id is in the log of some replica, crashed ones included (on disk)."""
+    ids = x.ids(s.log[0])
+    for r in range(1, s.cfg.rf):
+        ids = x.union(ids, x.ids(s.log[r]))
+    return x.subset(s.committed, ids)
+
+
 def _some(history: str) -> Callable[[Any, Any], Any]:
     return lambda s, x: x.not_(x.empty(getattr(s, history)))
 
@@ -150,6 +158,11 @@ PROPERTIES: tuple[Property, ...] = (
         "committed-survive", "always", "every record ever committed is in the log of every later leader",
         _kafka, _in_leader_log("committed"), _NOT_CORE, explain=explain.history_lost("committed"),
         fast=compiled.history_in_leader_compiled("committed"),
+    ),
+    Property(
+        "committed-stored", "always",
+        "every record ever committed is still in the log of at least one replica: the data exists somewhere",
+        _kafka, _stored, _NOT_CORE, explain=explain.committed_gone,
     ),
     Property(
         "acked-survive", "always", "every record acknowledged to the producer is in the current leader's log",

@@ -65,6 +65,19 @@ def history_lost(history: str) -> Explain:
     return explain
 
 
+def committed_gone(states: Sequence[Any]) -> Diagnosis | None:
+    """committed-stored: a committed record that no replica's log holds any more."""
+    ps = states[-1]
+    held = {rec.id for rs in ps.replicas for rec in rs.log}
+    gone = _first_written(states, sorted(i for i in ps.committed if i not in held))
+    if not gone:
+        return None
+    logs = "; ".join(f"broker {r}: {fmt_log(ps, r)}" for r in range(len(ps.replicas)))
+    names = ", ".join(f"m{r.id}" for r in gone)
+    text = f"record {names} was committed, but no replica's log holds it any more, so no election can bring it back ({logs})"
+    return Diagnosis(text, gone, tuple((r, rec) for rec in gone for r in range(len(ps.replicas))))
+
+
 def isr_broken(strong: bool) -> Explain:
     """weak-isr (the cached ISR) and strong-isr (the quorum's): a believed leader's records
     below its HWM that a member lacks."""

@@ -9,8 +9,7 @@ from isrcheck.traces import replay, trace_from_path
 
 from .conftest import run_bfs
 
-MAIN_JOB = ModelConfig(rf=3, min_isr=2)  # kip-320, acks=all, clean election, one crash
-FULL_STATES_OF_THE_MAIN_JOB = 22_503_721  # 3,752,473 with symmetry reduction
+MAIN_JOB = ModelConfig(rf=3, min_isr=2)  # the newest release (3.9), acks=all, clean election, one crash
 
 
 def violation(config, prop, symmetry=True):
@@ -26,31 +25,30 @@ def actions(trace):
     return [step.action.name for step in trace.steps[1:]]
 
 
+MAIN_JOB_FIGURES = {  # release -> (distinct, full, generated, depth, witness lengths)
+    "3.6": (3_752_473, 22_503_721, 9_624_520, 32,
+            {"record-committed": 7, "leader-failover": 10, "consumer-reads": 7, "write-after-crash": 9}),
+    "3.9": (1_911_631, 11_466_169, 4_721_408, 31,
+            {"record-committed": 8, "leader-failover": 10, "consumer-reads": 8, "write-after-crash": 9}),
+}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("version", MAIN_JOB_FIGURES)
 @pytest.mark.parametrize("kernel", ["vector", "scalar"])
-def test_main_job_every_property_holds_and_every_witness_is_found(kernel):
+def test_main_job_every_property_holds_and_every_witness_is_found(kernel, version):
     """Both kernels on both cores (threads for the vector kernel, processes for the scalar
-    one) give the pinned counts and witness lengths: our strongest check of the Kafka model."""
-    result = run_bfs(MAIN_JOB, kernel=kernel, symmetry=True, workers=2)
+    one) give the pinned counts and witness lengths: our strongest check of the Kafka model.
+    3.7's strict min ISR halves the space: the HWM no longer moves while the ISR is {leader}."""
+    result = run_bfs(MAIN_JOB.with_changes(kafka_version=version), kernel=kernel, symmetry=True, workers=2)
     assert result.kernel == kernel and result.exhausted
     status = {p.name: p.status for p in result.properties}
-    assert status == {
-        "weak-isr": "holds",
-        "strong-isr": "holds",
-        "leader-in-isr": "holds",
-        "log-matching": "holds",
-        "committed-survive": "holds",
-        "acked-survive": "holds",
-        "read-within-hwm": "holds",
-        "record-committed": "holds",
-        "leader-failover": "holds",
-        "consumer-reads": "holds",
-        "write-after-crash": "holds",
-    }
-    assert result.stats.full_states == FULL_STATES_OF_THE_MAIN_JOB
-    assert (result.stats.states, result.stats.generated, result.stats.depth) == (3_752_473, 9_624_520, 32)
+    assert set(status.values()) == {"holds"} and len(status) == 12
+    distinct, full, generated, depth, witness_lengths = MAIN_JOB_FIGURES[version]
+    assert result.stats.full_states == full
+    assert (result.stats.states, result.stats.generated, result.stats.depth) == (distinct, generated, depth)
     witnesses = {p.name: p.trace_length for p in result.properties if p.expectation == "sometimes"}
-    assert witnesses == {"record-committed": 7, "leader-failover": 10, "consumer-reads": 7, "write-after-crash": 9}
+    assert witnesses == witness_lengths
 
 
 def walk(model, steps):
@@ -98,11 +96,14 @@ def test_a_deposed_leader_does_not_acknowledge_what_it_appended_before():
     assert states[-1].replicas[0].leader_since is None  # NotLeaderOrFollower: its produces failed
 
 
-def test_unclean_election_can_follow_the_controller_failing_a_live_leader():
+@pytest.mark.parametrize("version,length", [("3.6", 10), ("3.9", 13)])
+def test_unclean_election_can_follow_the_controller_failing_a_live_leader(version, length):
     """Unclean election needs no crash: the controller counts the last ISR member as down
-    once it failed it as leader (a zombie, cut off from ZooKeeper)."""
-    r, trace = violation(ModelConfig(rf=3, min_isr=2, crashes=0, unclean_election=True), "committed-survive")
-    assert r.trace_length == 10
+    once it failed it as leader (a zombie, cut off from ZooKeeper). From 3.7 the HWM waits
+    for min ISR, so the loss needs the ISR to shrink after the commit: three steps more."""
+    config = ModelConfig(rf=3, min_isr=2, crashes=0, unclean_election=True, kafka_version=version)
+    r, trace = violation(config, "committed-survive")
+    assert r.trace_length == length
     assert "ControllerUncleanElect" in actions(trace) and "BrokerCrash" not in actions(trace)
 
 
@@ -120,9 +121,11 @@ def test_failover_elects_a_live_isr_member_in_one_epoch():
     assert model.catalogue.lookup("ControllerShrinkIsr", {"replica": 0}) not in [a for a, _ in model.successors(s)]
 
 
-def test_unclean_election_loses_a_committed_record():
-    r, trace = violation(ModelConfig(rf=3, min_isr=2, crashes=2, unclean_election=True), "committed-survive")
-    assert r.trace_length == 10
+@pytest.mark.parametrize("version,length", [("3.6", 10), ("3.9", 12)])
+def test_unclean_election_loses_a_committed_record(version, length):
+    config = ModelConfig(rf=3, min_isr=2, crashes=2, unclean_election=True, kafka_version=version)
+    r, trace = violation(config, "committed-survive")
+    assert r.trace_length == length
     assert "ControllerUncleanElect" in actions(trace)
     last = trace.steps[-1].state
     assert last.committed - {x.id for x in last.replicas[last.true_leader()].log}
@@ -152,13 +155,25 @@ def test_hw_truncation_loses_a_committed_record_the_kip101_loss_seen_by_the_prod
                for before, step in follower_truncations)
 
 
-def test_disk_loss_of_the_last_isr_member_loses_committed_records_on_kip320():
-    r, trace = violation(ModelConfig(rf=3, min_isr=2, disk_loss=1), "committed-survive")
+def test_disk_loss_of_the_last_isr_member_loses_committed_records_before_3_7():
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, disk_loss=1, kafka_version="3.6"), "committed-survive")
     assert r.trace_length == 12
     crash = actions(trace).index("BrokerCrashDiskLoss") + 1
     before = trace.steps[crash - 1].state
     victim = trace.steps[crash].action.args["replica"]
     assert before.quorum.isr == frozenset({victim}), "the ISR had shrunk to the lost broker alone"
+
+
+def test_disk_loss_still_loses_committed_records_under_strict_min_isr():
+    """3.7+: the commit needs two ISR members, so the loss takes a second failure: the
+    follower that holds the copy loses its disk, the controller fails the leader while
+    that follower is down, leaving it the last ISR member, and re-elects it empty."""
+    r, trace = violation(ModelConfig(rf=3, min_isr=2, disk_loss=1), "committed-survive")
+    assert r.trace_length == 13
+    crash = actions(trace).index("BrokerCrashDiskLoss") + 1
+    victim = trace.steps[crash].action.args["replica"]
+    assert len(trace.steps[crash - 1].state.quorum.isr) == 2, "committed with two ISR members"
+    assert trace.steps[-1].state.true_leader() == victim
 
 
 @pytest.mark.parametrize(

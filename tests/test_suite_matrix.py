@@ -66,7 +66,7 @@ def test_without_a_properties_list_a_check_runs_only_the_expected_properties(tmp
     suite = load(tmp_path, '[[check]]\nrf = 2\nexpect = { strong-isr = "holds", weak-isr = "holds" }\n')
     (check,) = suite.checks
     assert check.properties == ("strong-isr", "weak-isr")
-    assert check.name == "kip-320-rf2-acksall-minisr1-crashes1"
+    assert check.name == "kip-320-rf2-kafka3.9-acksall-minisr1-crashes1"
 
 
 def test_all_checks_every_property_that_applies(tmp_path):
@@ -75,10 +75,10 @@ def test_all_checks_every_property_that_applies(tmp_path):
 
 
 def test_the_shipped_suites_are_valid():
-    for name in ("kafka-versions", "production-configs", "tradeoff-rf3"):
+    for name in ("kafka-versions", "kafka-releases", "production-configs", "tradeoff-rf3"):
         suite = load_suite(ROOT / "examples" / f"{name}.toml")
         assert suite.checks and all(c.expect for c in suite.checks)
-    assert len(load_suite(ROOT / "examples" / "tradeoff-rf3.toml").checks) == 12
+    assert len(load_suite(ROOT / "examples" / "tradeoff-rf3.toml").checks) == 24
 
 
 def test_every_check_gets_its_own_trace_folder_even_when_names_look_alike(tmp_path):

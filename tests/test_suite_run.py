@@ -35,8 +35,9 @@ def cases(xml_file):
     return {(c.get("classname"), c.get("name")): c for c in ET.parse(xml_file).getroot().iter("testcase")}
 
 
-def test_the_kafka_versions_suite_meets_every_expectation_and_its_junit_report_validates(tmp_path):
-    suite = ROOT / "examples" / "kafka-versions.toml"
+@pytest.mark.parametrize("name", ["kafka-versions", "kafka-releases"])
+def test_the_kafka_suites_meet_every_expectation_and_their_junit_reports_validate(tmp_path, name):
+    suite = ROOT / "examples" / f"{name}.toml"
     out = tmp_path / "out.xml"
     result = run_suite(suite, "--junit", out, "--jobs", "2", "--trace-dir", tmp_path / "traces", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -48,7 +49,7 @@ def test_the_kafka_versions_suite_meets_every_expectation_and_its_junit_report_v
     assert "0 not met" in result.stdout
     assert len([line for line in result.stdout.splitlines() if line.startswith("[")]) == len(load_suite(suite).checks)
     # each check saved its traces in its own folder
-    folders = [p for p in (tmp_path / "traces" / "kafka-versions").iterdir() if any(p.glob("*.itf.json"))]
+    folders = [p for p in (tmp_path / "traces" / name).iterdir() if any(p.glob("*.itf.json"))]
     assert len(folders) == sum(1 for c in load_suite(suite).checks if any(
         "violated" in e.text or "witnessed" in e.text for e in c.expect.values()))
 
@@ -100,7 +101,7 @@ def test_on_github_actions_an_unmet_expectation_is_an_error_annotation_on_its_li
     assert annotation.startswith(f"::error file={suite},line=8,title=isrcheck%3A acks=1 is believed safe%3A acked-survive::")
     assert annotation.endswith("expected holds, got violated in 6 states; "
                                "trace traces-out/suite/acks=1-is-believed-safe/"
-                               "kip-320-rf2-acks1-minisr1-crashes1-acked-survive-counterexample.itf.json")
+                               "kip-320-rf2-kafka3.9-acks1-minisr1-crashes1-acked-survive-counterexample.itf.json")
 
 
 def test_a_shorter_bound_than_the_shortest_counterexample_is_not_met(tmp_path):
@@ -148,12 +149,14 @@ SLOW = '''\
     name = "slow one"
     rf = 3
     min-isr = 2
+    max-leader-epoch = 3
     expect = { acked-survive = "holds" }
 
     [[check]]
     name = "slow two"
     rf = 3
     min-isr = 3
+    max-leader-epoch = 3
     expect = { acked-survive = "holds" }
 
     [[check]]

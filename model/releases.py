@@ -1,0 +1,88 @@
+"""Kafka releases and the replication rules each one shipped (``--kafka-version``).
+
+A release is a protocol revision of the published specification plus the rules Kafka
+added since, each a switch that the families read (``fields.restart_fencing``,
+``fields.strict_min_isr``). Where each rule comes from, with the commit and the pull
+request, is written down in ``docs/kafka-versions.md``.
+
+The model's controller is ZooKeeper's: releases from 4.0 run only in KRaft mode, which
+is not modelled yet, and are refused by name rather than checked under the wrong rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Release:
+    """The rules in force in one Kafka release (a major.minor line; patch releases share them)."""
+
+    version: str
+    revision: str  # the published specification's revision: truncation and fencing rules
+    restart_fencing: bool = False  # KIP-380 (2.2): broker epochs; a bounce is handled as a failure
+    strict_min_isr: bool = False  # KAFKA-15583 (3.7): no HWM advance while the ISR is below min ISR
+
+    def rules(self) -> list[str]:
+        """The rules checked, in the words of the KIPs and JIRAs that introduced them."""
+        words = [_REVISION_WORDS[self.revision]]
+        if self.restart_fencing:
+            words.append("KIP-380 broker epochs")
+        if self.strict_min_isr:
+            words.append("strict min ISR (KAFKA-15583)")
+        words.append("ZooKeeper controller")
+        return words
+
+
+_REVISION_WORDS = {
+    "hw-truncation": "truncation to the high watermark",
+    "kip-101": "KIP-101 leader-epoch truncation",
+    "kip-279": "KIP-279 truncation",
+    "kip-320": "KIP-320 epoch fencing",
+}
+
+
+def _line(versions: str, revision: str, **rules: bool) -> list[Release]:
+    return [Release(v, revision, **rules) for v in versions.split()]
+
+
+RELEASES: tuple[Release, ...] = (
+    *_line("0.10", "hw-truncation"),
+    *_line("0.11 1.0 1.1", "kip-101"),
+    *_line("2.0", "kip-279"),
+    *_line("2.1", "kip-320"),
+    *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2 3.3 3.4 3.5 3.6", "kip-320", restart_fencing=True),
+    *_line("3.7 3.8 3.9", "kip-320", restart_fencing=True, strict_min_isr=True),
+)
+BY_VERSION = {r.version: r for r in RELEASES}
+VERSIONS = tuple(BY_VERSION)
+NEWEST = RELEASES[-1].version
+# patch releases whose rules differ from their line's first release, which the model does not have
+PATCH_CHANGES = {
+    "2.0": (1, "backported KAFKA-7128 (a follower joins the ISR only once it reached the leader's epoch start), "
+               "which the model's 2.0 rules lack; check 2.0 (2.0.0) or 2.1"),
+}
+
+
+def newest_with(revision: str) -> str:
+    """The newest release whose truncation rules are ``revision`` (what ``--protocol`` alone means)."""
+    return [r.version for r in RELEASES if r.revision == revision][-1]
+
+
+def find(text: str) -> Release:
+    """The release named by ``X.Y`` or ``X.Y.Z`` (a patch release shares its line's rules);
+    ValueError, one line, when it is not a modelled release."""
+    m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", text.strip()) if text.isascii() else None
+    version = f"{int(m.group(1))}.{int(m.group(2))}" if m else text
+    if version in BY_VERSION:
+        patch = int(m.group(3) or 0) if m else 0
+        if version in PATCH_CHANGES and patch >= PATCH_CHANGES[version][0]:
+            raise ValueError(f"Kafka {text.strip()} {PATCH_CHANGES[version][1]}")
+        return BY_VERSION[version]
+    if m and (int(m.group(1)), int(m.group(2))) >= (4, 0):
+        raise ValueError(
+            f"Kafka {version} runs only in KRaft mode, which isrcheck does not model yet; "
+            f"the newest modelled release is {NEWEST} (ZooKeeper mode)"
+        )
+    raise ValueError(f"{text!r} is not a modelled Kafka release; choose one of {', '.join(VERSIONS)}")
