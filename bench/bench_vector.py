@@ -32,7 +32,8 @@ TARGETS = {
     "kip320-rf3-sym": [*CORE3, "--symmetry"],
     "kip279-rf3-sym": ["--core", "--protocol", "kip-279", "--rf", "3", "--continue", "--symmetry"],
     "kip320-rf3-e3": [*CORE3, "--no-symmetry", "--max-leader-epoch", "3"],
-    "main-job": ["--rf", "3", "--min-isr", "2"],  # the Kafka model, symmetry on: check-model's defaults
+    "main-job": ["--rf", "3", "--min-isr", "2"],  # the Kafka model, symmetry on: check-model's defaults (3.9)
+    "main-job-3.6": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.6"],  # the main job before strict min ISR
 }
 RUNS = {  # name -> (kernel, threads, the derived successor function instead of the fused one)
     "scalar": ("scalar", None, False),
