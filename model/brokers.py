@@ -21,8 +21,9 @@ checkpoint is capped at its log end.
 
 from __future__ import annotations
 
-from .actions import BROKER
-from .fields import KAFKA, NONE, alive, crashes, disk_losses, quorum_epoch, restart_fencing
+from .actions import BROKER, Param
+from .fields import (KAFKA, NONE, alive, crashes, disk_losses, power_losses, quorum_epoch, restart_fencing, restarts,
+                     truncate, unflushed)
 from .words import fmt_log
 
 
@@ -33,7 +34,6 @@ def _forget(s, x, r: int) -> None:
     s.isr[r] = x.brokers()
     s.leader_since[r] = NONE
     s.crash_mark[r] = s.next_record_id
-    s.crashes = s.crashes + 1
 
 
 @KAFKA.family(
@@ -48,6 +48,7 @@ def _forget(s, x, r: int) -> None:
 def BrokerCrash(s, x, replica):
     yield s.crashes < s.cfg.crashes
     yield alive(s, replica)
+    s.crashes = s.crashes + 1
     _forget(s, x, replica)
 
 
@@ -61,9 +62,10 @@ def BrokerCrashDiskLoss(s, x, replica):
     yield s.crashes < s.cfg.crashes
     yield s.disk_losses < s.cfg.disk_loss
     yield alive(s, replica)
-    s.log[replica] = x.prefix(s.log[replica], 0)
+    truncate(s, x, replica, 0)
     s.hw[replica] = 0
     s.disk_losses = s.disk_losses + 1
+    s.crashes = s.crashes + 1
     _forget(s, x, replica)
 
 
@@ -76,7 +78,7 @@ def _restart_words(before, after, a) -> str:
 
 @KAFKA.family(
     params=(BROKER("replica"),),
-    when=crashes,
+    when=restarts,
     describe=_restart_words,
     short=lambda b, a, p: f"broker {p['replica']} restarts",
 )
@@ -96,3 +98,54 @@ def BrokerRestart(s, x, replica):
     s.isr[r] = x.brokers()
     s.leader_since[r] = NONE
     s.crash_mark[r] = NONE
+
+
+def _members(brokers: int, rf: int) -> list[int]:
+    return [r for r in range(rf) if brokers >> r & 1]
+
+
+def _power_words(before, after, a) -> str:
+    rf = len(before.replicas)
+    members = _members(a["brokers"], rf)
+    lost = []
+    for r in members:
+        gone = before.replicas[r].log[len(after.replicas[r].log):]
+        lost.append(f"broker {r} loses {' '.join(map(str, gone))} from its page cache" if gone else f"broker {r} keeps its log")
+    if len(members) == 1:
+        return f"broker {members[0]} loses power: " + lost[0].replace(f"broker {members[0]} ", "it ", 1)
+    names = ", ".join(map(str, members[:-1])) + f" and {members[-1]}"
+    return f"brokers {names} lose power at once: " + "; ".join(lost)
+
+
+@KAFKA.family(
+    params=(Param("brokers", lambda cfg: range(1, 1 << cfg.rf)),),  # a set of brokers, as a bit mask
+    when=power_losses,
+    describe=_power_words,
+    short=lambda b, a, p: f"power loss: brokers {', '.join(map(str, _members(p['brokers'], len(b.replicas))))}",
+)
+def PowerLoss(s, x, brokers):
+    """Several brokers lose power in one step (a rack or zone outage): each is down, as
+    after a crash, and keeps only what was flushed (all of it with ``--flush always``)."""
+    members = _members(brokers, s.cfg.rf)
+    yield s.power_losses + len(members) <= s.cfg.power_loss
+    for r in members:
+        yield alive(s, r)
+    for r in members:
+        if unflushed(s.cfg):
+            s.hw[r] = x.min(s.hw[r], s.flushed[r])  # the HWM checkpoint is capped at the log end on restart anyway
+            truncate(s, x, r, s.flushed[r])
+        _forget(s, x, r)
+    s.power_losses = s.power_losses + len(members)
+
+
+@KAFKA.family(
+    params=(BROKER("replica"),),
+    when=unflushed,
+    describe=lambda b, a, p: f"the OS writes broker {p['replica']}'s page cache back: its log {fmt_log(a, p['replica'])} is on disk",
+    short=lambda b, a, p: f"broker {p['replica']} flushed",
+)
+def OsFlush(s, x, replica):
+    """``--flush os``: the operating system writes the page cache back when it chooses,
+    whether the broker process runs or has crashed."""
+    yield s.flushed[replica] < x.length(s.log[replica])
+    s.flushed[replica] = x.length(s.log[replica])

@@ -33,6 +33,7 @@ class Revision(str, Enum):
 
 REVISIONS = tuple(r.value for r in Revision)
 ACKS = ("all", "1", "0")
+FLUSH = ("os", "always")
 
 # Tables grow with 2**rf (ISR bitmasks) and rf! (symmetry); beyond this the
 # explicit engines are not the right tool anyway.
@@ -60,6 +61,8 @@ class ModelConfig:
     disk_loss: int = 0
     unclean_election: bool = False
     consumer: bool = True
+    power_loss: int = 0
+    flush: str = "os"
     kafka_version: str | None = None  # None: the newest release of the protocol revision
 
     def __post_init__(self) -> None:
@@ -268,6 +271,21 @@ FEATURES: tuple[Knob, ...] = (
          words=lambda c: f"{_election(c)} election", slug=lambda c: "unclean" if c.unclean_election else "",
          column="election", cell=_unless_core(_election, "-"), shared=_unless_core(lambda c: f"{_election(c)} election"),
          rank=3),
+    Knob("power_loss", "--power-loss",
+         "Brokers that may lose power in a run, several in one step (a zone outage); each loses what it had not flushed.",
+         0, count=True,
+         check=lambda c: "" if 0 <= c.power_loss <= c.rf else
+         f"--power-loss {c.power_loss} is out of range; allowed 0 to --rf {c.rf}",
+         words=lambda c: f"power-loss {c.power_loss}, flush {c.flush}" if c.power_loss else "",
+         slug=lambda c: f"powerloss{c.power_loss}{'' if c.flush == 'os' else 'flushalways'}" if c.power_loss else "",
+         column="power loss", cell=lambda c: str(c.power_loss),
+         shared=lambda c: f"power-loss {c.power_loss}" if c.power_loss else "", rank=7, bound="power_loss"),
+    Knob("flush", "--flush",
+         "When a log reaches the disk: os (flush.messages unset, Kafka's default: the OS writes the page cache back "
+         "when it chooses) or always (flush.messages=1). Matters with --power-loss.", "os", choices=FLUSH,
+         check=lambda c: "" if c.flush in FLUSH else f"--flush {c.flush!r} is unknown; choose one of {', '.join(FLUSH)}",
+         column="flush", cell=lambda c: c.flush if c.power_loss else "-",
+         shared=lambda c: f"flush {c.flush}" if c.power_loss else "", rank=8),
     Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
          words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
          column="consumer", cell=lambda c: "yes" if c.consumer else "no",

@@ -39,6 +39,20 @@ def disk_losses(cfg: ModelConfig) -> bool:
     return not cfg.core and cfg.disk_loss > 0
 
 
+def power_losses(cfg: ModelConfig) -> bool:
+    return not cfg.core and cfg.power_loss > 0
+
+
+def unflushed(cfg: ModelConfig) -> bool:
+    """A log's suffix may sit in the page cache only (``--flush os``), lost with the power."""
+    return power_losses(cfg) and cfg.flush == "os"
+
+
+def restarts(cfg: ModelConfig) -> bool:
+    """Brokers go down (a crash or a power loss) and come back."""
+    return crashes(cfg) or power_losses(cfg)
+
+
 def purgatory(cfg: ModelConfig) -> bool:
     """acks=all: a leader's produce requests wait in its purgatory for the HWM."""
     return not cfg.core and cfg.acks == "all"
@@ -80,13 +94,16 @@ FIELDS = (
     # a replica: its log on disk, and its in-memory view of the partition
     Field("log", LogKind(), True, lambda c: (), "replicaLog", "its records (id, epoch), offset by offset"),
     Field("hw", Count(lambda c: c.logsize), True, lambda c: 0, "replicaState.hw", "its high watermark"),
+    Field("flushed", Count(lambda c: c.logsize), True, lambda c: 0, "replicaState.flushed",
+          "how much of its log is on disk (the rest is in the page cache; --flush os)",
+          when=unflushed, default=None),
     Field("leader_epoch", Maybe(_epochs), True, lambda c: None, "replicaState.leaderEpoch",
           "the newest leader epoch it has applied (a restarted broker: one below the quorum's, KIP-380)"),
     Field("leader", Broker(), True, lambda c: None, "replicaState.leader", "the leader it believes in"),
     Field("isr", Brokers(), True, lambda c: frozenset(), "replicaState.isr", "its cached ISR"),
     Field("crash_mark", Maybe(_records), True, lambda c: None, "replicaState.crashMark",
           "while crashed, the next record id at its crash (None while alive)",
-          when=crashes, default=None, itf_when=kafka),
+          when=restarts, default=None, itf_when=kafka),
     Field("leader_since", Maybe(_epochs), True, lambda c: None, "replicaState.leaderSince",
           "the epoch its current leadership began: its purgatory holds what it appended since (acks=all)",
           when=purgatory, default=None, itf_when=kafka),
@@ -100,6 +117,8 @@ FIELDS = (
     Field("disk_losses", Count(lambda c: c.disk_loss), False, lambda c: 0, "diskLosses",
           "crashes that wiped the broker's disk so far", when=disk_losses, default=0, itf_when=kafka,
           shown="counter", label="disk losses"),
+    Field("power_losses", Count(lambda c: c.power_loss), False, lambda c: 0, "powerLosses",
+          "brokers that lost power so far", when=power_losses, default=0, shown="counter", label="power losses"),
     Field("acked", Ids(_records), False, lambda c: NO_IDS, "acked", "records acknowledged to the producer",
           when=acknowledges, default=NO_IDS, itf_when=kafka, shown="history", label="acknowledged"),
     Field("committed", Ids(_records), False, lambda c: NO_IDS, "committed",
@@ -172,7 +191,9 @@ FACTS = (
     Fact("a replica's leader, epoch and ISR come from one request, whose leader is in its ISR; "
          "a restarted broker is fenced at an epoch before it has heard of a leader (KIP-380)",
          ("leader_epoch", "leader", "isr"),
-         lambda v, x, cfg: x.or_(_known_leader(v, x), x.and_(crashes(cfg), _restarted(v, x)))),
+         lambda v, x, cfg: x.or_(_known_leader(v, x), x.and_(restarts(cfg), _restarted(v, x)))),
+    Fact("what is on disk is a prefix of the log", ("log", "flushed"),
+         lambda v, x, cfg: True if not unflushed(cfg) else v["flushed"] <= x.length(v["log"])),
     Fact("in the Kafka model a replica's HWM is within its log: every step that moves either keeps it so",
          ("log", "hw"), lambda v, x, cfg: x.or_(cfg.core, v["hw"] <= x.length(v["log"]))),
     Fact("a purgatory starts no later than the leadership it belongs to",
@@ -229,6 +250,13 @@ def true_leader_is(s: Any, x: Any, r: int) -> Any:
         ("true_leader", r),
         lambda: x.and_(quorum_leader(s, x) == r, s.leader[r] == r, s.leader_epoch[r] == quorum_epoch(s, x)),
     )
+
+
+def truncate(s: Any, x: Any, r: int, length: Any) -> None:
+    """Broker r's log cut to ``length`` records; its flushed prefix is cut with it."""
+    s.log[r] = x.prefix(s.log[r], length)
+    if unflushed(s.cfg):
+        s.flushed[r] = x.min(s.flushed[r], length)
 
 
 def can_elect(s: Any, x: Any) -> Any:

@@ -24,25 +24,26 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import restart_fencing, strict_min_isr
+from .fields import restart_fencing, strict_min_isr, unflushed
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
 
 class LocalInfo(dict):
-    """local -> (hw, epoch, leader, isr, log length, log, meta, life, since), filled on demand;
-    life is 0 while alive, 1 + the crash mark once crashed (the crash mark's code)."""
+    """local -> (hw, epoch, leader, isr, log length, log, meta, life, since, flushed), filled on
+    demand; life is 0 while alive, 1 + the crash mark once crashed (the crash mark's code)."""
 
     def __init__(self, layout: Layout) -> None:
         super().__init__()
         self.L = layout
-        self.view = [layout.meta_view[n] for n in ("hw", "leader_epoch", "leader", "isr", "crash_mark", "leader_since")]
+        names = ("hw", "leader_epoch", "leader", "isr", "crash_mark", "leader_since", "flushed")
+        self.view = [layout.meta_view[n] for n in names]
 
     def __missing__(self, local: int) -> tuple[int, ...]:
         L = self.L
         meta, log = local & L.meta_mask, local >> L.meta_bits
-        hw, ep, ld, isr, mark, since = (v[meta] for v in self.view)
-        value = self[local] = (hw, ep, ld, isr, L.logs.length[log], log, meta, mark + 1, since)
+        hw, ep, ld, isr, mark, since, flushed = (v[meta] for v in self.view)
+        value = self[local] = (hw, ep, ld, isr, L.logs.length[log], log, meta, mark + 1, since, flushed)
         return value
 
 
@@ -63,13 +64,15 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     unclean = kafka and cfg.unclean_election
     max_crashes = cfg.crashes if kafka else 0
     max_disk = cfg.disk_loss if kafka else 0
+    max_power = cfg.power_loss if kafka else 0
+    in_cache = unflushed(cfg)  # --flush os: a log suffix may be in the page cache only
 
     SH = L.local_shift
     read_replicas = replica_reader([LocalInfo(L)] * rf, SH, L.local_mask)
     MB = L.meta_bits
     U = L.unit
-    U_HW, U_EP, U_LD, U_ISR, U_SINCE, U_LIFE = (
-        U[n] for n in ("hw", "leader_epoch", "leader", "isr", "leader_since", "crash_mark")
+    U_HW, U_EP, U_LD, U_ISR, U_SINCE, U_LIFE, U_FL = (
+        U[n] for n in ("hw", "leader_epoch", "leader", "isr", "leader_since", "crash_mark", "flushed")
     )
     track_since = L.radix["leader_since"] > 1
     POP = L.popcount
@@ -99,6 +102,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     assert NLE_SH == QI_SH + F["quorum_isr"].bits and SLOT_SH[0] == NLE_SH + F["requests"].bits
     CR_SH, CR_M = (F["crashes"].shift, F["crashes"].mask) if "crashes" in F else (0, 0)
     DL_SH, DL_M = (F["disk_losses"].shift, F["disk_losses"].mask) if "disk_losses" in F else (0, 0)
+    PL_SH, PL_M = (F["power_losses"].shift, F["power_losses"].mask) if "power_losses" in F else (0, 0)
     AK_SH = F["acked"].shift if "acked" in F else 0
     CM_SH, CM_M = (F["committed"].shift, F["committed"].mask) if "committed" in F else (0, 0)
     RB_SH, RB_M = (F["readable"].shift, F["readable"].mask) if "readable" in F else (0, 0)
@@ -112,6 +116,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     A_WRITE, A_INCHW = base["LeaderWrite"], base["LeaderIncHighWatermark"]
     A_SHRINK, A_EXPAND, A_FETCH = base["LeaderShrinkIsr"], base["LeaderExpandIsr"], base["FollowerFetch"]
     A_CRASH, A_DISK, A_RESTART = base.get("BrokerCrash", -1), base.get("BrokerCrashDiskLoss", -1), base.get("BrokerRestart", -1)
+    A_POWER, A_FLUSH = base.get("PowerLoss", -1), base.get("OsFlush", -1)
+    OUTAGES = [(m, MEMBERS[m], POP[m]) for m in range(1, 1 << rf)]  # PowerLoss's parameter: a set of brokers
     NEP1 = ME + 1
 
     def expose(t: int, ids: int, true_leader: bool) -> int:
@@ -181,7 +187,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         app = out.append
         nid = (s >> NID_SH) & NID_M
         qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs, deposed = QUORUM[(s >> CTRL_SH) & CTRL_M]
-        hw, ep, ld, isr, ln, lg, meta, life, since = zip(*read_replicas(s))
+        hw, ep, ld, isr, ln, lg, meta, life, since, fl = zip(*read_replicas(s))
 
         # ---- controller: elect, shrink (failure detection), fail over, elect uncleanly -------------
         for a, d, need, down in ctrl:
@@ -239,6 +245,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 ng = PREFIX[lg[r] * W + to]
                 nh = to if to < hw[r] else hw[r]
                 dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                if in_cache and to < fl[r]:
+                    dmeta += (to - fl[r]) * U_FL  # what is on disk is cut with the log
                 if track_since:
                     dmeta -= (since[r] + 1) * U_SINCE  # NotLeader: the pending produces fail
                 app((A_BFOLLOW + (r * rf + lead) * NEP1 + e, s + ((((ng - lg[r]) << MB) + dmeta) << SH[r])))
@@ -335,7 +343,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             nh = hw[lead] if hw[lead] < o + 1 else o + 1
             app((A_FETCH + f * rf + lead, s + ((((ng - lg[f]) << MB) + (nh - hw[f]) * U_HW) << SH[f])))
 
-        if not max_crashes:
+        if not max_crashes and not max_power:
             return out
 
         # ---- crashes (the log and the HWM checkpoint stay, or the disk is lost too), restarts -----
@@ -343,7 +351,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         if crashes < max_crashes:
             for r in R:
                 if not life[r]:
-                    dead = DEAD_META_BASE + nid * U_LIFE + hw[r] * U_HW
+                    dead = DEAD_META_BASE + nid * U_LIFE + hw[r] * U_HW + (fl[r] * U_FL if in_cache else 0)
                     app((A_CRASH + r, s + (1 << CR_SH) + ((dead - meta[r]) << SH[r])))
             if max_disk and (s >> DL_SH) & DL_M < max_disk:
                 for r in R:
@@ -357,7 +365,26 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 continue
             nh = hw[r] if hw[r] < ln[r] else ln[r]
             back = nh * U_HW + (qep if kip380 and qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
+            if in_cache:
+                back += fl[r] * U_FL
             app((A_RESTART + r, s + ((back - meta[r]) << SH[r])))
+        if max_power:
+            # ---- power losses: several brokers at once, each down with what it had flushed ------
+            room = max_power - ((s >> PL_SH) & PL_M)
+            for m, members, n in OUTAGES:
+                if n > room or any(life[r] for r in members):
+                    continue
+                t = s + (n << PL_SH)
+                for r in members:
+                    keep = fl[r] if in_cache else ln[r]
+                    nh = keep if in_cache and hw[r] > keep else hw[r]
+                    dead = DEAD_META_BASE + nid * U_LIFE + nh * U_HW + (keep * U_FL if in_cache else 0)
+                    t += ((dead - meta[r] + ((PREFIX[lg[r] * W + keep] - lg[r]) << MB)) << SH[r])
+                app((A_POWER + m - 1, t))
+            if in_cache:
+                for r in R:  # the OS writes a broker's page cache back
+                    if fl[r] < ln[r]:
+                        app((A_FLUSH + r, s + (((ln[r] - fl[r]) * U_FL) << SH[r])))
         return out
 
     return successors

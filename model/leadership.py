@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from .actions import BROKER, EPOCH
 from .config import Revision
-from .fields import KAFKA, NONE, alive, anyone_behind, behind, expose, fenced, kafka, leads, quorum_epoch
+from .fields import (KAFKA, NONE, alive, anyone_behind, behind, expose, fenced, kafka, leads, quorum_epoch,
+                     truncate)
 from .words import fmt_isr
 
 
@@ -102,7 +103,7 @@ def BecomeFollower(s, x, replica, leader, epoch):
     to = truncation_point(s, x, r, leader)
     yield to <= x.length(s.log[r])  # a truncation past the log end is disabled
     s.hw[r] = x.min(to, s.hw[r])
-    s.log[r] = x.prefix(s.log[r], to)
+    truncate(s, x, r, to)
     s.leader_epoch[r] = epoch
     s.leader[r] = leader
     s.isr[r] = x.isr_of(R, epoch)

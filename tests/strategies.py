@@ -14,6 +14,7 @@ import random
 from hypothesis import strategies as st
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicaState, Request
+from isrcheck.model.fields import unflushed
 
 
 def replica_sets(rf: int):
@@ -32,12 +33,14 @@ def partition_states(config: ModelConfig, distinct_ids: bool = False):
 
     @st.composite
     def replica(draw):
-        alive = draw(st.booleans()) if kafka and config.crashes else True
+        alive = draw(st.booleans()) if kafka and (config.crashes or config.power_loss) else True
         leader = draw(opt_replica) if alive else None
         epoch = draw(st.integers(0, me) if leader is not None else opt_epoch) if alive else None
+        log = tuple(draw(logs))
         return ReplicaState(
-            log=tuple(draw(logs)),
+            log=log,
             hw=draw(st.integers(0, ls)),
+            flushed=draw(st.integers(0, len(log))) if unflushed(config) else None,  # on disk: a prefix
             leader_epoch=epoch,
             leader=leader,
             isr=draw(replica_sets(rf)) if alive else frozenset(),
@@ -57,6 +60,7 @@ def partition_states(config: ModelConfig, distinct_ids: bool = False):
             requests=requests,
             crashes=draw(st.integers(0, config.crashes)) if kafka and config.crashes else 0,
             disk_losses=draw(st.integers(0, config.disk_loss)) if kafka and config.disk_loss else 0,
+            power_losses=draw(st.integers(0, config.power_loss)) if kafka and config.power_loss else 0,
             acked=draw(ids) if kafka and config.acks != "0" else frozenset(),
             committed=draw(ids) if kafka else frozenset(),
             readable=draw(ids) if kafka and config.consumer else frozenset(),

@@ -46,6 +46,8 @@ CONFIGS = [
     ModelConfig(rf=3, protocol="kip-320", acks="0", consumer=False, crashes=1),
     ModelConfig(rf=2, kafka_version="3.6", acks="all", min_isr=2, crashes=1),  # before strict min ISR
     ModelConfig(rf=2, kafka_version="2.1", acks="1", min_isr=2, crashes=1),  # before KIP-380
+    ModelConfig(rf=2, acks="all", min_isr=2, crashes=1, disk_loss=1, power_loss=2, max_records=1),  # unflushed writes
+    ModelConfig(rf=3, acks="1", crashes=0, power_loss=2, flush="always", max_records=1, max_leader_epoch=1),
 ]
 FAMILY_CASES = [(c, f.name) for c in CONFIGS for f in KAFKA.families if f.kept(c)]
 PROPERTY_CASES = [(c, p.name) for c in CONFIGS for p in select(c)]

@@ -8,7 +8,7 @@ lengths are the breadth-first shortest, pinned once measured.
 
 import pytest
 
-from isrcheck.model import ConfigError, ModelConfig
+from isrcheck.model import ConfigError, ModelConfig, ReplicationModel
 from isrcheck.model.releases import NEWEST, find
 
 from .clitools import run_cli, run_json
@@ -17,15 +17,22 @@ from .sparktools import assert_agrees_with_bfs, run_spark
 from .test_z3_engine import assert_replays, verdicts
 from .z3_support import run_z3
 
-# (config, property, verdict before the rule, verdict with it): (status, shortest length)
+# name -> (config, the change that adds the rule, property, verdict without it, verdict with it),
+# a verdict being (status, shortest length)
 PAIRS = {
-    "KIP-380 rf 2": (ModelConfig(rf=2, kafka_version="2.1"), "2.2", "committed-stored", ("violated", 10), ("holds", None)),
-    "KIP-380 rf 3": (ModelConfig(rf=3, kafka_version="2.1", max_records=1), "2.2", "weak-isr", ("violated", 10),
-                     ("holds", None)),
-    "strict min ISR rf 2": (ModelConfig(rf=2, min_isr=2, unclean_election=True, kafka_version="3.6"), "3.7",
-                            "committed-survive", ("violated", 9), ("holds", None)),
+    "KIP-380 rf 2": (ModelConfig(rf=2, kafka_version="2.1"), {"kafka_version": "2.2"}, "committed-stored",
+                     ("violated", 10), ("holds", None)),
+    "KIP-380 rf 3": (ModelConfig(rf=3, kafka_version="2.1", max_records=1), {"kafka_version": "2.2"}, "weak-isr",
+                     ("violated", 10), ("holds", None)),
+    "strict min ISR rf 2": (ModelConfig(rf=2, min_isr=2, unclean_election=True, kafka_version="3.6"),
+                            {"kafka_version": "3.7"}, "committed-survive", ("violated", 9), ("holds", None)),
     "strict min ISR rf 3": (ModelConfig(rf=3, min_isr=3, unclean_election=True, kafka_version="3.6", max_records=1),
-                            "3.7", "committed-survive", ("violated", 10), ("holds", None)),
+                            {"kafka_version": "3.7"}, "committed-survive", ("violated", 10), ("holds", None)),
+    # a power loss loses what the page cache held; flush.messages=1 leaves nothing there
+    "flush rf 2": (ModelConfig(rf=2, crashes=0, power_loss=1), {"flush": "always"}, "committed-stored",
+                   ("violated", 7), ("holds", None)),
+    "flush rf 3": (ModelConfig(rf=3, min_isr=2, crashes=0, power_loss=1, max_records=1), {"flush": "always"},
+                   "committed-survive", ("violated", 13), ("holds", None)),
 }
 
 
@@ -37,8 +44,8 @@ def _outcome(result, prop):
 @pytest.mark.parametrize("name", PAIRS)
 @pytest.mark.parametrize("kernel", ["vector", "scalar"])
 def test_the_rule_changes_the_verdict_and_both_kernels_agree(name, kernel):
-    before, newer, prop, was, now = PAIRS[name]
-    after = before.with_changes(kafka_version=newer)
+    before, change, prop, was, now = PAIRS[name]
+    after = before.with_changes(**change)
     assert _outcome(run_bfs(before, [prop], kernel=kernel), prop) == was
     assert _outcome(run_bfs(after, [prop], kernel=kernel), prop) == now
 
@@ -46,17 +53,18 @@ def test_the_rule_changes_the_verdict_and_both_kernels_agree(name, kernel):
 @pytest.mark.parametrize("name", PAIRS)
 def test_z3_agrees_with_bfs_on_both_sides_of_the_rule(name):
     """BMC finds the violation at the BFS-shortest length, and nothing up to it with the rule."""
-    before, newer, prop, was, _ = PAIRS[name]
+    before, change, prop, was, _ = PAIRS[name]
     z3_before = run_z3(before, [prop])
     assert verdicts(z3_before) == {prop: was}
     assert_replays(before, z3_before)
-    after = before.with_changes(kafka_version=newer)
+    after = before.with_changes(**change)
     depth = was[1]
     assert verdicts(run_z3(after, [prop], max_depth=depth)) == verdicts(run_bfs(after, [prop], max_depth=depth))
 
 
-def test_spark_local_agrees_with_bfs_on_a_release_without_broker_epochs():
-    config = PAIRS["KIP-380 rf 2"][0]
+@pytest.mark.parametrize("name", ["KIP-380 rf 2", "flush rf 2"])
+def test_spark_local_agrees_with_bfs_without_the_rule(name):
+    config = PAIRS[name][0]
     props = ["committed-stored", "weak-isr", "committed-survive"]
     assert_agrees_with_bfs(config, run_spark(config, props, master="local[2]"), properties=props)
 
@@ -70,6 +78,24 @@ def test_where_a_rule_cannot_matter_the_state_spaces_are_identical(config, older
     b = run_bfs(config.with_changes(kafka_version=newer), explore_all=True)
     assert (a.stats.states, a.stats.generated, a.stats.depth) == (b.stats.states, b.stats.generated, b.stats.depth)
     assert [_outcome(a, p.name) for p in a.properties] == [_outcome(b, p.name) for p in b.properties]
+
+
+def test_a_power_loss_with_every_write_flushed_is_a_crash():
+    """--flush always: losing power loses nothing, so one power loss and one crash reach the same states."""
+    a = run_bfs(ModelConfig(rf=2, crashes=0, power_loss=1, flush="always"), explore_all=True)
+    b = run_bfs(ModelConfig(rf=2, crashes=1), explore_all=True)
+    assert (a.stats.states, a.stats.generated, a.stats.depth) == (b.stats.states, b.stats.generated, b.stats.depth)
+
+
+def test_a_zone_outage_takes_several_brokers_in_one_step():
+    """Two brokers lose power at once; the shortest loss of a committed record with min-isr 2 at rf 2."""
+    config = ModelConfig(rf=2, min_isr=2, crashes=0, power_loss=2)
+    result = run_bfs(config, ["committed-stored"])
+    assert _outcome(result, "committed-stored") == ("violated", 8)
+    path = result.by_name("committed-stored").path
+    model = ReplicationModel(config)
+    outages = [model.catalogue[a] for a in path.actions if model.catalogue[a].name == "PowerLoss"]
+    assert [o.args["brokers"] for o in outages] == [0b11]
 
 
 def test_committed_stored_tells_lost_data_apart_from_no_leader_since():
