@@ -162,7 +162,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property(
         "committed-stored", "always",
         "every record ever committed is still in the log of at least one replica: the data exists somewhere",
-        _kafka, _stored, _NOT_CORE, explain=explain.committed_gone,
+        _kafka, _stored, _NOT_CORE, explain=explain.committed_gone, fast=compiled.committed_stored_compiled,
     ),
     Property(
         "acked-survive", "always", "every record acknowledged to the producer is in the current leader's log",

@@ -166,6 +166,26 @@ def history_in_leader_compiled(field: str) -> Callable[[ReplicationModel], Predi
     return build
 
 
+def committed_stored_compiled(model: ReplicationModel) -> Predicate:
+    """Every committed record id is in some replica's log."""
+    T = _Tables.of(model)
+    f = T.L.shared["committed"]
+    shift, mask = f.shift, f.mask
+    ids_below, width = T.L.logs.ids_below, T.L.logs.width
+
+    def holds(s: int) -> bool:
+        missing = (s >> shift) & mask
+        if not missing:
+            return True
+        for _, _, _, _, length, log, *_ in T.infos(s):
+            missing &= ~ids_below[log * width + length]
+            if not missing:
+                return True
+        return False
+
+    return holds
+
+
 def leader_failover_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L = T.L
