@@ -1,4 +1,4 @@
-"""Brokers crash and restart (the Kafka model, ``--crashes`` and ``--disk-loss``).
+"""Brokers crash, lose power and restart (the Kafka model: ``--crashes``, ``--disk-loss``, ``--power-loss``).
 
 A crashed broker takes no step: it loses its in-memory partition state (leader, epoch,
 cached ISR, purgatory) and keeps what Kafka keeps on disk, its log with the records'
@@ -17,6 +17,11 @@ generation: a broker restarts whatever the controller has done, having applied n
 epoch, so any request still in flight, one addressed to its previous incarnation
 included, can make it a leader or a follower again (docs/kafka-versions.md). Its HWM
 checkpoint is capped at its log end.
+
+A power loss (``--power-loss``) takes one or several live brokers down in one step, each
+keeping only the prefix of its log that reached the disk (``--flush os``: the operating
+system writes the page cache back when it chooses, ``OsFlush``); a crash keeps the page
+cache. They restart as crashed brokers do.
 """
 
 from __future__ import annotations
@@ -132,7 +137,7 @@ def PowerLoss(s, x, brokers):
         yield alive(s, r)
     for r in members:
         if unflushed(s.cfg):
-            s.hw[r] = x.min(s.hw[r], s.flushed[r])  # the HWM checkpoint is capped at the log end on restart anyway
+            s.hw[r] = x.min(s.hw[r], s.flushed[r])  # kept within the log, as a restart would cap it
             truncate(s, x, r, s.flushed[r])
         _forget(s, x, r)
     s.power_losses = s.power_losses + len(members)
