@@ -71,22 +71,26 @@ class ModelConfig:
         if self.core:
             for knob in FEATURES:
                 object.__setattr__(self, knob.field, knob.neutral)
-        elif self.kafka_version is None and self.protocol in REVISIONS:
-            object.__setattr__(self, "kafka_version", releases.newest_with(self.protocol))
-        elif self.kafka_version is None and self.protocol is None:
-            object.__setattr__(self, "kafka_version", releases.NEWEST)
-            object.__setattr__(self, "protocol", releases.BY_VERSION[releases.NEWEST].revision)
-        elif self.kafka_version is not None:
-            try:
-                release = releases.find(str(self.kafka_version))
-            except ValueError:
-                pass  # validate() says why
-            else:
-                object.__setattr__(self, "kafka_version", release.version)
-                if self.protocol is None:
-                    object.__setattr__(self, "protocol", release.revision)
+        else:
+            self._resolve_release()
         if self.protocol is None:
             object.__setattr__(self, "protocol", Revision.KIP_320.value)
+
+    def _resolve_release(self) -> None:
+        """--kafka-version and --protocol name each other: the missing one comes from the other
+        (a revision alone means its newest release); a bad value is left for validate()."""
+        version = self.kafka_version
+        if version is None:
+            if self.protocol is not None and self.protocol not in REVISIONS:
+                return
+            version = releases.newest_with(self.protocol) if self.protocol else releases.NEWEST
+        try:
+            release = releases.find(str(version))
+        except ValueError:
+            return
+        object.__setattr__(self, "kafka_version", release.version)
+        if self.protocol is None:
+            object.__setattr__(self, "protocol", release.revision)
 
     @property
     def revision(self) -> Revision:
