@@ -1,0 +1,170 @@
+"""Reading and writing files safely: bounded reads, checked output paths, atomic writes.
+
+Every file isrcheck reads (traces, suites, checkpoint manifests) comes through
+``read_bounded``/``load_json``, so a device, a huge file or JSON nested thousands
+deep is refused in one line instead of exhausting memory or the stack. Every file
+it writes (traces, reports, pages, manifests) goes through ``atomic_write`` into a
+path ``check_output_file`` accepted: a regular file or nothing yet, never a device
+or a FIFO. A symbolic link is followed, as ``cp`` does: its target is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MAX_READ = 64 << 20  # bytes: the largest trace, suite or manifest isrcheck reads
+MAX_DEPTH = 64  # nesting of JSON arrays and objects: ours need about 8
+NAME_MAX = 255  # bytes of one path component on Linux file systems
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+class FileProblem(ValueError):
+    """A file that cannot be read or written as asked; the message is one line."""
+
+
+def read_bounded(path: str | os.PathLike, what: str = "file", limit: int = MAX_READ) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (FileProblem otherwise)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise FileProblem(f"{what} {path} is not a regular file")
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise FileProblem(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise FileProblem(f"{what} {path} is larger than {limit >> 20} MiB")
+    return data
+
+
+def parse_json(text: str | bytes, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    """JSON with its nesting bounded; numbers of more than 4300 digits are refused too."""
+    try:
+        data = json.loads(text)
+    except UnicodeDecodeError:
+        raise FileProblem(f"{what} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise FileProblem(f"{what} is not JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise FileProblem(f"{what} is nested more than {max_depth} levels deep") from None
+    except ValueError:  # int() refusing a number of thousands of digits
+        raise FileProblem(f"{what} holds a number of more than 4300 digits") from None
+    if depth(data, max_depth) > max_depth:
+        raise FileProblem(f"{what} is nested more than {max_depth} levels deep")
+    return data
+
+
+def load_json(path: str | os.PathLike, what: str = "file", limit: int = MAX_READ) -> Any:
+    """A bounded read of a JSON file (FileProblem on any defect)."""
+    return parse_json(read_bounded(path, what, limit), f"{what} {path}")
+
+
+def depth(value: Any, stop: int) -> int:
+    """How deeply ``value``'s lists and dicts nest, counting no further than ``stop + 1``."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, (list, dict)):
+            if d > stop:
+                return d
+            deepest = max(deepest, d)
+            todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def check_output_file(path: str | os.PathLike | None, option: str) -> Path:
+    """``path`` if a file can be written there: refused (FileProblem) when it is empty, a
+    folder, a device, a FIFO or a socket, when its name is too long, or when its folder
+    cannot be created or written. Called before a run starts, so no result waits on it."""
+    if path is None or str(path) == "":
+        raise FileProblem(f"{option}: the path is empty")
+    path = Path(path)
+    _check_names(path, option)
+    try:
+        target = path.resolve() if path.is_symlink() else path
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:
+        raise FileProblem(f"{option} {path}: {e.strerror or e}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise FileProblem(f"{option} {path} is a folder; name a file")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise FileProblem(f"{option} {path} is not a regular file (a device, FIFO or socket): refused")
+    check_output_dir(target.parent if str(target.parent) else Path("."), option, create=False)
+    return path
+
+
+def check_output_dir(path: str | os.PathLike | None, option: str, create: bool = True) -> Path:
+    """``path`` if files can be written in it (created when ``create``); FileProblem otherwise."""
+    if path is None or str(path) == "":
+        raise FileProblem(f"{option}: the path is empty")
+    path = Path(path)
+    _check_names(path, option)
+    existing = path
+    try:
+        while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():  # a dangling link
+                raise FileProblem(f"{option} {path}: {existing} is a broken symbolic link")
+            existing = existing.parent
+    except OSError as e:
+        raise FileProblem(f"{option} {path}: {e.strerror or e}") from None
+    if not existing.is_dir():
+        raise FileProblem(f"{option} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise FileProblem(f"{option} {path}: {existing} is not writable")
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise FileProblem(f"{option} {path}: cannot create it ({e.strerror or e})") from None
+    return path
+
+
+def _check_names(path: Path, option: str) -> None:
+    for part in path.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise FileProblem(f"{option}: a name in the path is longer than {NAME_MAX} bytes")
+        if "\0" in part:
+            raise FileProblem(f"{option}: the path holds a NUL character")
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Replace ``path`` by ``data`` so that a kill at any moment leaves the old or the new
+    file whole. A symbolic link is followed (its target is replaced); anything but a
+    regular file or nothing at the target is refused, never replaced."""
+    path = Path(path)
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise FileProblem(f"{path} is not a regular file: refused to replace it")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".isrcheck-", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_UMASK)  # as a plain open() would create it
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
