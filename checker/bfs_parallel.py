@@ -7,10 +7,14 @@ removes what it has seen from what it owns, stores the new states with (owner, i
 parent pointers and checks the properties on them. The coordinator only starts
 levels and collects counts. Levels are
 the same sets as in one process, so distinct counts, depths, verdicts and shortest
-trace lengths agree with the single-process engine (an early stop happens at the
-end of a level here, so partial counts of early-stopped runs differ).
+trace lengths agree with the single-process engine (the partial counts of an early
+stop differ: a stop reaches the workers within a few thousand states, and a memory
+stop drops the partial level rather than exchange it).
 
-Workers are forked, so they share the model's tables without pickling them.
+Workers are forked, so they share the model's tables (the symmetry's too, built
+before the fork) without pickling them. Their memory counts against --max-memory with
+the coordinator's, shared pages once (``FamilyMemory``). Every worker holds a pipe to
+every other: the workers asked for are capped to what the open-file limit allows.
 Checkpoints stay with the single-process engine.
 """
 
@@ -18,18 +22,25 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import resource
 import signal
 import threading
 import time
 from array import array
+from dataclasses import replace
+from math import isqrt
 from typing import Sequence
 
 from isrcheck.properties import Property, verdict
 
-from .engine import MEMORY_HEADROOM, CheckOptions, Observer, Progress, SearchModel, peak_rss
+from .engine import (
+    MEMORY_HEADROOM, CheckOptions, FamilyMemory, Limits, Observer, Progress, SearchModel, peak_rss,
+)
 from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024
+POLL = 0.05  # seconds between the coordinator's looks at the limits while the workers work
+EXCHANGE_BYTES = 100  # peak bytes an exchanged candidate adds (pickled, unpickled, stored): measured ~70-90
 _M64 = (1 << 64) - 1
 
 
@@ -37,6 +48,27 @@ def owner_of(state: int, workers: int) -> int:
     """A stable owner for a state: a multiplicative mix of its folded bits (never ``hash()``)."""
     x = (state ^ (state >> 64)) & _M64
     return (((x * 0x9E3779B97F4A7C15) & _M64) >> 32) % workers
+
+
+def descriptors_needed(workers: int) -> int:
+    """Open files each process holds: a pipe each way between every two workers, and per
+    worker the coordinator's pipe and its sentinel; 64 for the rest."""
+    return 2 * workers * workers + 64
+
+
+def workers_that_fit(workers: int) -> int:
+    """As many of ``workers`` as the open-file limit allows (at least 2), the soft limit
+    raised toward the hard one first: a search never fails with "too many open files"."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = descriptors_needed(workers)
+    if need > soft:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    return max(2, min(workers, isqrt(max(0, soft - 64) // 2)))
 
 
 class _Worker:
@@ -54,6 +86,7 @@ class _Worker:
         self.actions = array("I")
         self.visited: set[int] = set()
         self.frontier_start = 0
+        self.buckets: list = []  # a level's candidates by owner, between its expansion and the exchange
         self.pending = [(p.name, p.compile(model), verdict.always(p)) for p in properties]
 
     def absorb(self, blocks) -> tuple[int, dict[str, int]]:
@@ -78,13 +111,15 @@ class _Worker:
                 self.pending = pending = [p for p in pending if p[0] not in found]
         return len(states) - self.frontier_start, found
 
-    def expand(self) -> tuple[list, int, bool]:
-        """Successors of this worker's frontier, bucketed by owner; (buckets, generated, stopped)."""
+    def expand(self) -> tuple[int, int, bool]:
+        """Successors of this worker's frontier, kept by owner for the exchange:
+        (generated, candidates, stopped)."""
         workers, me = self.workers, self.index
-        buckets = [([], array("q"), array("I")) for _ in range(workers)]
+        self.buckets = buckets = [([], array("q"), array("I")) for _ in range(workers)]
         succ, canon, visited = self.model.successors, self.canonical, self.visited
         generated = 0
         end = len(self.states)
+        stopped = False
         for i in range(self.frontier_start, end):
             gid = i * workers + me
             nexts = succ(self.states[i])
@@ -99,12 +134,16 @@ class _Worker:
                 b[1].append(gid)
                 b[2].append(a)
             if not ((i - self.frontier_start + 1) & (CHECK_EVERY - 1)) and self.stop.is_set():
-                return buckets, generated, True
-        return buckets, generated, False
+                stopped = True
+                break
+        return generated, sum(len(b[0]) for b in buckets), stopped
 
-    def level(self) -> tuple[int, dict[str, int], int, bool]:
-        """Expand, exchange with the peers, absorb: (new states, found, generated, stopped)."""
-        buckets, generated, stopped = self.expand()
+    def exchange(self, keep: bool) -> tuple[int, dict[str, int]]:
+        """Send every peer its candidates, absorb what they send: (new states, found); without
+        ``keep`` (a memory stop) drop them all instead: exchanging needs room."""
+        buckets, self.buckets = self.buckets, []
+        if not keep:
+            return 0, {}
         me = self.index
         senders = [
             threading.Thread(target=self.outbox[peer].send, args=(buckets[peer],))
@@ -116,8 +155,8 @@ class _Worker:
         blocks = [buckets[me] if peer == me else self.inbox[peer].recv() for peer in range(self.workers)]
         for t in senders:
             t.join()
-        new, found = self.absorb(blocks)
-        return new, found, generated, stopped
+        del buckets
+        return self.absorb(blocks)
 
     def serve(self, conn) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
@@ -126,15 +165,17 @@ class _Worker:
             kind = msg[0]
             if kind == "absorb":
                 conn.send(self.absorb(msg[1]))
-            elif kind == "level":
-                conn.send(self.level())
+            elif kind == "expand":
+                conn.send(self.expand())
+            elif kind == "exchange":
+                conn.send(self.exchange(msg[1]))
             elif kind == "entry":
                 i = msg[1]
                 conn.send((self.states[i], self.parents[i], self.actions[i]))
             elif kind == "finish":
                 orbit = self.model.symmetry.orbit_size if self.canonical is not None else None
                 full = sum(orbit(s) for s in self.states) if orbit else None
-                conn.send((len(self.states), full, peak_rss()))
+                conn.send((len(self.states), full))
             elif kind == "quit":
                 conn.close()
                 return
@@ -161,79 +202,90 @@ class ParallelBfsEngine:
         observer: Observer | None = None,
     ) -> CheckResult:
         observer = observer or Observer()
+        canonical = model.symmetry.canonical if options.symmetry else None  # before the fork: shared
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
-        W = self.workers
-        peer = {(a, b): ctx.Pipe(duplex=False) for a in range(W) for b in range(W) if a != b}  # a sends to b
-        conns, procs = [], []
-        for w in range(W):
-            mine, theirs = ctx.Pipe()
-            inbox = {a: peer[(a, w)][0] for a in range(W) if a != w}
-            outbox = {b: peer[(w, b)][1] for b in range(W) if b != w}
-            p = ctx.Process(
-                target=_run_worker,
-                args=(theirs, w, W, model, list(properties), options.symmetry, stop, inbox, outbox),
-                daemon=True,
-            )
-            p.start()
-            theirs.close()
-            conns.append(mine)
-            procs.append(p)
+        W = workers_that_fit(self.workers)
+        conns, procs, peer = [], [], {}
         try:
-            return _Coordinator(model, list(properties), options, observer, conns, procs, stop).run()
+            peer = {(a, b): ctx.Pipe(duplex=False) for a in range(W) for b in range(W) if a != b}  # a sends to b
+            for w in range(W):
+                mine, theirs = ctx.Pipe()
+                conns.append(mine)
+                inbox = {a: peer[(a, w)][0] for a in range(W) if a != w}
+                outbox = {b: peer[(w, b)][1] for b in range(W) if b != w}
+                p = ctx.Process(
+                    target=_run_worker,
+                    args=(theirs, w, W, model, list(properties), options.symmetry, stop, inbox, outbox),
+                    daemon=True,
+                )
+                p.start()
+                theirs.close()
+                procs.append(p)
+            _close(peer)  # the workers hold their own copies
+            coordinator = _Coordinator(model, list(properties), options, observer, conns, procs, stop, canonical)
+            return coordinator.run()
         finally:
-            for c in conns:
-                try:
-                    c.send(("quit",))
-                except (BrokenPipeError, OSError):
-                    pass
-            for p in procs:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.kill()
+            _close(peer)
+            _shut_down(conns, procs)
+
+
+def _close(pipes: dict) -> None:
+    for ends in pipes.values():
+        for end in ends:
+            end.close()
+
+
+def _shut_down(conns, procs) -> None:
+    """Ask every worker to quit; kill those that do not within seconds."""
+    for c in conns:
+        try:
+            c.send(("quit",))
+        except (BrokenPipeError, OSError):
+            pass
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
 
 
 class _Coordinator:
-    def __init__(self, model, properties, options, observer, conns, procs, stop) -> None:
+    def __init__(self, model, properties, options, observer, conns, procs, stop, canonical) -> None:
         self.model, self.properties, self.options, self.observer = model, properties, options, observer
         self.conns, self.procs, self.stop = conns, procs, stop
         self.workers = len(conns)
-        self.canonical = model.symmetry.canonical if options.symmetry else None
+        self.canonical = canonical
+        self.peak_before = peak_rss()  # the tables, built before the fork
+        self.memory = FamilyMemory([os.getpid()] + [p.pid for p in procs], POLL)
+        self.memory_stop = options.max_memory * MEMORY_HEADROOM if options.max_memory else None
+        self.stop_reason = ""  # why the workers were told to stop
 
-    def _all(self, messages, deadline: float | None = None) -> list:
+    def _all(self, messages, limits: Limits | None = None) -> list:
         """Send one message to each worker and wait for every answer; while waiting, pass a
         stop request (Ctrl-C, a limit) on to the workers, which check it every few thousand states."""
         for c, m in zip(self.conns, messages):
             c.send(m)
         answers = []
         for c in self.conns:
-            while not c.poll(0.2):
-                if not self.stop.is_set() and self._limit_reached(deadline):
+            while not c.poll(POLL):
+                reached = self._limit_reached(limits)
+                if reached and not self.stop.is_set():
+                    self.stop_reason = reached
                     self.stop.set()
             answers.append(c.recv())
         return answers
 
-    def _memory(self) -> int:
-        total = 0
-        for pid in [os.getpid()] + [p.pid for p in self.procs]:
-            try:
-                with open(f"/proc/{pid}/statm", "rb") as f:
-                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            except OSError:
-                pass
-        return total
-
-    def _limit_reached(self, deadline: float | None) -> str:
-        if deadline is not None and time.monotonic() >= deadline:
-            return "time limit"
-        if self.options.max_memory and self._memory() >= self.options.max_memory * MEMORY_HEADROOM:
+    def _limit_reached(self, limits: Limits | None) -> str:
+        """The memory of every process (measured even without a limit: the reported peak), time, Ctrl-C."""
+        memory = self.memory.now()
+        if self.memory_stop is not None and memory >= self.memory_stop:
             return "memory limit"
-        return self.observer.should_stop()
+        return (limits.exceeded() if limits is not None else "") or self.observer.should_stop()
 
     def run(self) -> CheckResult:
         opts, W = self.options, self.workers
         started = time.monotonic()
-        deadline = started + opts.time_limit if opts.time_limit else None
+        limits = Limits(replace(opts, max_memory=None), started)  # memory: the family's, in _limit_reached
         init = []
         for s in self.model.init_states():
             s = self.canonical(s) if self.canonical else s
@@ -250,47 +302,56 @@ class _Coordinator:
         names = {p.name for p in self.properties}
         answers = self._all([("absorb", blocks) for blocks in seed])
         while True:
-            new = sum(n for n, _ in answers)
-            if new == 0:
-                break
-            depth += 1
-            states += new
             for w, (_, hits) in enumerate(answers):
                 for name, i in hits.items():
                     found.setdefault(name, (w, i))
+            new = sum(n for n, _ in answers)
+            if stop or new == 0:  # stopped: the level is partial (its states counted, not its depth)
+                break
+            depth += 1
+            states += new
             self.observer.progress(Progress(states, new, depth, generated, time.monotonic() - started))
             if not opts.explore_all and set(found) >= names:
                 break
             if opts.max_depth is not None and depth >= opts.max_depth:
                 break
-            stop = self._limit_reached(deadline)
+            stop = self.stop_reason or self._limit_reached(limits)
             if stop:
                 break
-            levels = self._all([("level",)] * W, deadline)
-            generated += sum(g for _, _, g, _ in levels)
-            answers = [(n, hits) for n, hits, _, _ in levels]
-            if any(stopped for _, _, _, stopped in levels):
-                stop = self._limit_reached(deadline) or "interrupted"
-                for w, (_, hits) in enumerate(answers):
-                    for name, i in hits.items():
-                        found.setdefault(name, (w, i))
-                break
+            answers, generated_here, stop = self._level(limits)
+            generated += generated_here
         complete = not stop
         exhausted = complete and (
             new == 0 or (opts.max_depth is not None and depth >= opts.max_depth)
         )
         finals = self._all([("finish",)] * W)
+        self.memory.now()
         paths = {name: self._path(*where) for name, where in found.items()}
         results = property_results(self.properties, paths, exhausted)
         stats = Stats(
-            states=sum(n for n, _, _ in finals),
+            states=sum(n for n, _ in finals),
             generated=generated,
             depth=depth,
             seconds=time.monotonic() - started,
-            peak_memory=peak_rss() + sum(m for _, _, m in finals),
-            full_states=sum(f for _, f, _ in finals) if self.canonical else None,
+            peak_memory=max(self.peak_before, self.memory.peak),
+            full_states=sum(f for _, f in finals) if self.canonical else None,
         )
         return CheckResult("bfs", complete, results, stats, exhausted, stop, self.canonical is not None, workers=W)
+
+    def _level(self, limits: Limits) -> tuple[list, int, str]:
+        """One level on every worker: (their answers, generated, why the search stops or '').
+        Between the expansion and the exchange, the memory the exchange will need (pickled
+        and unpickled candidates, the new states stored) is reserved: a level that would
+        pass the memory limit is dropped, never exchanged."""
+        expanded = self._all([("expand",)] * self.workers, limits)
+        generated = sum(g for g, _, _ in expanded)
+        reserve = EXCHANGE_BYTES * sum(c for _, c, _ in expanded)
+        if self.memory_stop is not None and self.memory.now() + reserve >= self.memory_stop:
+            self.stop_reason = self.stop_reason or "memory limit"
+        keep = self.stop_reason != "memory limit"
+        answers = self._all([("exchange", keep)] * self.workers, limits)
+        stopped = not keep or any(s for _, _, s in expanded)
+        return answers, generated, (self.stop_reason or "interrupted") if stopped else ""
 
     def _path(self, worker: int, index: int):
         stored = []

@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 
 from isrcheck.properties import Property
 
-from .result import CheckResult
+from .result import CheckResult, Stats, property_results
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,7 @@ class CheckOptions:
     max_memory: int | None = None  # bytes of resident memory
     progress_interval: float = 2.0  # seconds between progress reports
     checkpoint_every: float = 300.0  # seconds between checkpoints inside a level, when checkpointing
+    started: float | None = None  # time.monotonic() when the run began (tables, resume): the time limit counts from it
 
 
 @dataclass(slots=True)
@@ -65,19 +66,30 @@ class Observer:
         return self.stop_reason
 
 
+def checkpoint_failure(error: OSError) -> str:
+    """The stop reason of a search whose checkpoint could not be written."""
+    return f"checkpoint not written ({error.strerror or error})"
+
+
 MEMORY_HEADROOM = 0.9  # stop at 90% of --max-memory: the final checkpoint and report need room
 
 
 class Limits:
-    """Time and memory limits, checked by engines every few thousand states.
+    """Time and memory limits, checked by engines every few thousand states, and by the
+    model while its tables are built (with the observer's stop request: Ctrl-C).
 
-    Memory is the process's resident set, read from /proc; the search stops once it
-    passes 90% of the limit, well before the operating system's OOM killer would act
-    on a limit set below the machine's memory."""
+    The time limit counts from ``options.started`` where it is set: building the tables
+    and loading a checkpoint take from the same budget as the search. Memory is the
+    process's resident set, read from /proc; the search stops once it passes 90% of the
+    limit, well before the operating system's OOM killer would act on a limit set below
+    the machine's memory."""
 
-    def __init__(self, options: CheckOptions, started: float) -> None:
+    def __init__(self, options: CheckOptions, started: float, observer: Observer | None = None) -> None:
+        if options.started is not None:
+            started -= max(0.0, time.monotonic() - options.started)
         self.deadline = started + options.time_limit if options.time_limit else None
         self.memory_stop = int(options.max_memory * MEMORY_HEADROOM) if options.max_memory else None
+        self.observer = observer
 
     def exceeded(self, reserve: int = 0) -> str:
         """The limit reached, or ''; ``reserve``: bytes the next step is about to need."""
@@ -85,20 +97,77 @@ class Limits:
             return "time limit"
         if self.memory_stop is not None and current_rss() + reserve >= self.memory_stop:
             return "memory limit"
-        return ""
+        return self.observer.should_stop() if self.observer is not None else ""
 
     def memory_room(self) -> int | None:
         """Bytes left before the memory stop, or None without a memory limit."""
         return None if self.memory_stop is None else max(0, self.memory_stop - current_rss())
 
 
+BUILDING_NOTE = "stopped while building the model's tables, before any state was searched"
+
+
+def stopped_building(engine: str, properties: Sequence[Property], options: CheckOptions, reason: str) -> CheckResult:
+    """The result of a run that a limit (``reason``: time limit, memory limit, interrupted)
+    stopped while the model's tables were being built: nothing decided, and a note that says when."""
+    seconds = time.monotonic() - options.started if options.started is not None else 0.0
+    stats = Stats(seconds=seconds, peak_memory=peak_rss())
+    results = property_results(properties, {}, False, note=BUILDING_NOTE)
+    return CheckResult(engine, False, results, stats, stop_reason=reason, symmetry=options.symmetry,
+                       search_note=BUILDING_NOTE)
+
+
 def current_rss() -> int:
     """Resident set size of this process now, in bytes (Linux /proc; falls back to the peak)."""
+    return resident_size("self") or peak_rss()
+
+
+def resident_size(pid: int | str) -> int:
+    """A process's resident set size now, in bytes (0 when /proc cannot say: gone, or not Linux)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
+        with open(f"/proc/{pid}/statm", "rb") as f:
             return int(f.read().split()[1]) * resource.getpagesize()
-    except OSError:
-        return peak_rss()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def proportional_size(pid: int) -> int:
+    """A process's proportional set size in bytes: its shared pages divided among their
+    sharers (0 when /proc cannot say: gone, Linux before 4.14, not Linux)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+class FamilyMemory:
+    """The memory of a process and the workers it forked, shared pages counted once: the
+    workers share the model's tables, which a sum of resident sizes would count once per
+    process. The proportional set sizes that count them once take milliseconds per hundred
+    megabytes to read, so they are re-read at most a tenth of the time; in between, the last
+    reading grows with the sum of the resident sizes (microseconds to read)."""
+
+    def __init__(self, pids: list[int], every: float = 0.05) -> None:
+        self.pids, self.every = pids, every
+        self.peak = 0  # the highest value seen
+        self.exact = self.exact_rss = 0
+        self.next_exact = 0.0
+
+    def now(self) -> int:
+        started = time.monotonic()
+        rss = sum(resident_size(pid) for pid in self.pids)
+        if started >= self.next_exact:
+            pss = [proportional_size(pid) for pid in self.pids]
+            self.exact = sum(pss) if all(pss) else rss  # no smaps_rollup: the resident sizes
+            self.exact_rss = rss
+            self.next_exact = time.monotonic() + max(self.every, 10 * (time.monotonic() - started))
+        value = self.exact + max(0, rss - self.exact_rss)
+        self.peak = max(self.peak, value)
+        return value
 
 
 def peak_rss() -> int:

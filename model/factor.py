@@ -13,7 +13,7 @@ Expressions over too many combinations keep their shape, their arguments factore
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,9 +25,10 @@ LIMIT = 1 << 16  # entries of a factored expression's table
 class Factorer:
     """Factors the nodes of one tracer; each node once."""
 
-    def __init__(self, tracer: Tracer, limit: int = LIMIT) -> None:
+    def __init__(self, tracer: Tracer, limit: int = LIMIT, tick: Callable[[], None] | None = None) -> None:
         self.t = tracer
         self.limit = limit
+        self.tick = tick or (lambda: None)  # the run's limits (``Model.tick``): a table can take gigabytes
         self.done: dict[int, Any] = {}
         self.features: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (comp, leaf ids) -> (codes, representatives)
         self.tables: dict[int, np.ndarray] = {}  # a factored node's id -> its table (every value it can take)
@@ -69,7 +70,7 @@ class Factorer:
             shape[axis] = sizes[axis]
             for leaf in by_comp[comp]:
                 values[leaf.id] = leaf.table[reps].reshape(shape)
-        table = np.broadcast_to(np.asarray(_evaluate(node, values)), sizes).reshape(-1)
+        table = np.broadcast_to(np.asarray(_evaluate(node, values, self.tick)), sizes).reshape(-1)
         dtype = _index_type(size)
         index: Any = None
         stride = size
@@ -172,12 +173,13 @@ def _fields(leaves: list[Node]) -> list[Node]:
     return sorted(found.values(), key=lambda n: n.id)
 
 
-def _evaluate(node: Any, values: dict[int, Any]) -> Any:
+def _evaluate(node: Any, values: dict[int, Any], tick: Callable[[], None]) -> Any:
     if type(node) is not Node:
         return node
     v = values.get(node.id)
     if v is None:
-        v = values[node.id] = node.fn(*[_evaluate(a, values) for a in node.args])
+        tick()
+        v = values[node.id] = node.fn(*[_evaluate(a, values, tick) for a in node.args])
     return v
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .kernel_keys import BitFields, KernelDomainError, KernelUnsupported, MixedRadix
-from .logs import LogTable, all_logs
+from .logs import LogTable, all_logs, arrays_bytes, count_logs, table_bytes
 from .ops import NONE
 from .trace import TraceOps, Tracer
 from .schema import Broker, Brokers, LogKind, RequestsKind, relabel_mask
@@ -49,13 +49,8 @@ class KernelTables:
         if self.kafka_like:
             self.n_epochs = cfg.max_leader_epoch + 1
             self.max_epoch, self.max_records, self.log_size = cfg.max_leader_epoch, cfg.max_records, cfg.logsize
-            distinct = self.n_epochs if self.protocol.distinct_log_ids else None
-            codes = cfg.max_records * self.n_epochs
-            table = LogTable(all_logs(codes, cfg.logsize, distinct), cfg.max_records, self.n_epochs, cfg.logsize)
-            if 8 * table.matching_size > MAX_TABLE_BYTES:
-                raise KernelUnsupported(f"the vector kernel's log tables would take {8 * table.matching_size >> 20:,} MiB")
-            self.log_table = table
-            self.logs = table.arrays()
+            self.log_table = self._log_table(model)
+            self.logs = self.log_table.arrays(model.tick)
         else:
             self.n_epochs = 1
             self.logs = None
@@ -75,6 +70,25 @@ class KernelTables:
         self.codec = self._codec()
         self.words = self.codec.words
         self.key_bits = self.codec.bits
+
+    def _log_table(self, model: Any) -> LogTable:
+        """The logs whose record ids are distinct (all, if the protocol says nothing of ids),
+        counted first: tables too big for the kernel, or for the memory the run's limit
+        leaves, are refused before they are built (the scalar kernel may then run)."""
+        cfg, ne = self.config, self.n_epochs
+        distinct = ne if self.protocol.distinct_log_ids else None
+        codes = cfg.max_records * ne
+        n = count_logs(codes, cfg.logsize, distinct)
+        if 8 * n * n > MAX_TABLE_BYTES:
+            raise KernelUnsupported(f"the vector kernel's log tables would take {8 * n * n >> 20:,} MiB")
+        need = table_bytes(n, codes, ne, cfg.logsize) + arrays_bytes(n, codes, ne, cfg.logsize)
+        room = model.room()
+        if room is not None and need > room:
+            raise KernelUnsupported(
+                f"the vector kernel's log tables would take {need >> 20:,} MiB, more than the memory limit leaves"
+            )
+        logs = all_logs(codes, cfg.logsize, distinct, model.tick)
+        return LogTable(logs, cfg.max_records, ne, cfg.logsize, model.tick)
 
     def _codec(self) -> BitFields | MixedRadix:
         """Bit fields where they fit one word (fastest to read), else one mixed-radix word,
@@ -102,8 +116,14 @@ class KernelTables:
         columns: dict[str, np.ndarray] = {}
         n = 1
         pending = list(self.protocol.facts)
+        room = self.model.room()
         for f in kept:
             dom = self._domain(f)
+            wide = n * len(dom) * 8 * (len(columns) + 2)  # the columns before this field's facts filter them
+            if room is not None and wide > room:
+                raise KernelUnsupported(
+                    f"a replica's combinations would take {wide >> 20:,} MiB, more than the memory limit leaves"
+                )
             for name in columns:
                 columns[name] = np.repeat(columns[name], len(dom))
             columns[f.name] = np.tile(dom, n)
@@ -119,6 +139,7 @@ class KernelTables:
                 n = int(ok.sum())
             if n * 8 * (len(kept) + 2) > MAX_TABLE_BYTES:
                 raise KernelUnsupported(f"a replica's combinations would take more than {MAX_TABLE_BYTES >> 20} MiB")
+            self.model.tick()
         self.replica_fields = kept
         self.field = columns
         self.n_slots = n

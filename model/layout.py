@@ -22,9 +22,10 @@ declared the least significant, so that changing one field is the addition of ``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
-from .logs import LogTable, all_logs
+from .logs import LogTable, Tick, all_logs, count_logs, no_tick, table_bytes
 from .schema import NONE, Field, LogKind, RequestsKind, Schema
 
 
@@ -45,21 +46,51 @@ class BitField:
         return (state >> self.shift) & self.mask
 
 
-class Layout:
-    """Bit positions, radices and tables of one configuration (built once, shared by every state)."""
+def _meta_radix(schema: Schema) -> dict[str, int]:
+    """Per field of a replica's meta (all but the log), its radix: 1 where the configuration
+    does not keep the field."""
+    cfg = schema.config
+    fields = schema.replica_fields
+    has_log = bool(fields) and isinstance(fields[0].kind, LogKind)
+    if any(not f.kind.number for f in fields[1 if has_log else 0 :]):
+        raise TypeError("a replica's fields are its log (if any), then numbers")
+    return {f.name: f.kind.size(cfg) if f.kept(cfg) else 1 for f in fields[1 if has_log else 0 :]}
 
-    def __init__(self, schema: Schema) -> None:
+
+def _has_log(schema: Schema) -> bool:
+    return any(isinstance(f.kind, LogKind) for f in schema.replica_fields)
+
+
+def layout_bytes(schema: Schema) -> dict[str, int]:
+    """The memory a ``Layout`` of this schema will take, computed before building it, by
+    part: its table of logs, and two lists per meta field, each an entry per meta index."""
+    cfg = schema.config
+    logs = 0
+    if _has_log(schema):
+        n_epochs = cfg.max_leader_epoch + 1
+        n_codes = cfg.max_records * n_epochs
+        logs = table_bytes(count_logs(n_codes, cfg.logsize), n_codes, n_epochs, cfg.logsize)
+    radix = _meta_radix(schema)
+    return {"logs": logs, "replica fields": 16 * len(radix) * prod(radix.values())}
+
+
+class Layout:
+    """Bit positions, radices and tables of one configuration (built once, shared by every
+    state); ``tick`` is called every few thousand table entries (``Model.tick``)."""
+
+    def __init__(self, schema: Schema, tick: Tick = no_tick) -> None:
         self.schema = schema
         self.config = cfg = schema.config
+        self.tick = tick
         self.rf = rf = cfg.rf
         self.max_records, self.log_size, self.max_epoch = cfg.max_records, cfg.logsize, cfg.max_leader_epoch
         self.n_isr = 1 << rf
         self.n_epochs = cfg.max_leader_epoch + 1
         self.n_records = cfg.max_records * self.n_epochs  # record codes id * epochs + epoch
-        has_log = any(isinstance(f.kind, LogKind) for f in schema.replica_fields)
         self.logs = (
-            LogTable(all_logs(self.n_records, self.log_size), cfg.max_records, self.n_epochs, self.log_size)
-            if has_log else None
+            LogTable(all_logs(self.n_records, self.log_size, tick=tick), cfg.max_records, self.n_epochs,
+                     self.log_size, tick)
+            if _has_log(schema) else None
         )
         self.n_logs = self.logs.n if self.logs is not None else 1
         self.popcount = [bin(m).count("1") for m in range(1 << max(rf, cfg.max_records))]
@@ -69,13 +100,10 @@ class Layout:
     # ---- a replica's local: log << meta_bits | meta ------------------------------------------
     def _replica_layout(self, schema: Schema) -> None:
         cfg = self.config
+        self.radix = _meta_radix(schema)
         fields = schema.replica_fields
-        has_log = bool(fields) and isinstance(fields[0].kind, LogKind)
-        if any(not f.kind.number for f in fields[1 if has_log else 0 :]):
-            raise TypeError("a replica's fields are its log (if any), then numbers")
-        self.log_field: Field | None = fields[0] if has_log else None
-        self.meta_fields: tuple[Field, ...] = fields[1:] if has_log else fields
-        self.radix = {f.name: f.kind.size(cfg) if f.kept(cfg) else 1 for f in self.meta_fields}
+        self.log_field: Field | None = fields[0] if self.logs is not None else None
+        self.meta_fields: tuple[Field, ...] = tuple(f for f in fields if f.name in self.radix)
         self.unit: dict[str, int] = {}
         unit = 1
         for f in reversed(self.meta_fields):
@@ -94,6 +122,7 @@ class Layout:
             else:
                 values = [schema.init_view(f)]
             self.meta_view[f.name] = [values[c] for c in codes]
+            self.tick()
         self.meta_bits = _bits(self.n_meta - 1)
         self.meta_mask = (1 << self.meta_bits) - 1
         self.local_bits = self.meta_bits + _bits(self.n_logs - 1)
@@ -221,4 +250,4 @@ def replica_reader(tables: list, shifts: list[int], mask: int):
     return eval(f"lambda s: ({body},)", names)  # noqa: S307 - built from ints and local names only
 
 
-__all__ = ["NONE", "BitField", "Layout", "replica_reader"]
+__all__ = ["NONE", "BitField", "Layout", "layout_bytes", "replica_reader"]

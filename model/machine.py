@@ -6,16 +6,24 @@ ints (``layout.py``); ``decode`` gives the readable state. The step replays an a
 from the definitions (``ops_int.py``), the reference that every trace is checked
 against; the successor function is the definitions' too, unless the protocol has a
 hand-fused one (the Kafka model's ``fused.py``, held to the definitions by test).
+
+A model built for a run gets the run's limits: its tables (the layout's on
+construction, the symmetry's and the vector kernel's when an engine asks for them)
+are sized before they are built, and refused when they cannot fit the memory limit
+(``TablesTooLarge``, a configuration error); while they are built, the time and
+memory limits and Ctrl-C stop the run (``TablesStopped``, an incomplete run).
 """
 
 from __future__ import annotations
 
 import importlib
 from functools import cached_property
-from typing import Any, Callable
+from math import factorial
+from typing import Any, Callable, Protocol as Interface
 
 from .actions import Action, Catalogue
-from .layout import Layout
+from .config import ConfigError
+from .layout import Layout, layout_bytes
 from .ops_int import DerivedSuccessors
 from .protocol import Protocol
 from .schema import Schema
@@ -63,17 +71,80 @@ def properties_for(protocol: str) -> dict[str, Any]:
     return _named(PROTOCOLS[protocol][1])
 
 
-class Model:
-    """A protocol's state machine for one configuration."""
+class TablesTooLarge(ConfigError):
+    """A configuration whose tables alone would pass the memory limit: refused before any is built."""
 
-    def __init__(self, protocol: Protocol, config: Any, fused: Callable | None = None) -> None:
+
+class TablesStopped(Exception):
+    """A limit (time, memory, an interrupt) reached while the model's tables were being built."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason} while building the model's tables")
+        self.reason = reason
+
+
+class BuildLimits(Interface):
+    """What table building asks of a run's limits (``checker.engine.Limits`` is one)."""
+
+    def exceeded(self) -> str:
+        """The limit reached, or ''."""
+        ...
+
+    def memory_room(self) -> int | None:
+        """Bytes left under the memory limit, or None without one."""
+        ...
+
+
+def gigabytes(n: float) -> str:
+    """Bytes in words: 850 MB, 17.3 GB, 861,274 TB."""
+    if n >= 1e12:
+        return f"{n / 1e12:,.0f} TB"
+    return f"{n / 1e9:,.1f} GB" if n >= 1e9 else f"{n / 1e6:,.0f} MB"
+
+
+# the knobs that size each part of the tables (``layout_bytes``): what the refusal says to lower
+LOWER = {
+    "logs": "--max-records, --log-size or --max-leader-epoch",
+    "replica fields": "--rf, --max-leader-epoch or --crashes",
+}
+
+
+class Model:
+    """A protocol's state machine for one configuration; ``limits``: the run's (see the module docstring)."""
+
+    def __init__(
+        self, protocol: Protocol, config: Any, fused: Callable | None = None, limits: BuildLimits | None = None
+    ) -> None:
         self.protocol = protocol
         self.config = config
+        self.limits = limits
         self.schema = Schema(protocol.fields, config)
-        self.layout = Layout(self.schema)
+        parts = layout_bytes(self.schema)
+        self.require_room(sum(parts.values()), "", LOWER[max(parts, key=parts.__getitem__)])
+        self.layout = Layout(self.schema, self.tick)
         self.catalogue = Catalogue(protocol, config)
         self.derived = DerivedSuccessors(self.layout, self.catalogue)
         self.successors = fused(self.layout, self.catalogue) if fused is not None else self.derived
+
+    # -- the run's limits while tables are built ---------------------------------------------------
+    def tick(self) -> None:
+        """Raise TablesStopped once a limit is reached; table building calls it every few thousand entries."""
+        reason = self.limits.exceeded() if self.limits is not None else ""
+        if reason:
+            raise TablesStopped(reason)
+
+    def room(self) -> int | None:
+        """Bytes that tables may still take, or None without a memory limit."""
+        return self.limits.memory_room() if self.limits is not None else None
+
+    def require_room(self, need: int, which: str, lower: str) -> None:
+        """Refuse tables of ``need`` bytes that the memory limit cannot hold (TablesTooLarge)."""
+        room = self.room()
+        if room is not None and need > room:
+            raise TablesTooLarge(
+                f"this configuration needs about {gigabytes(need)} of {which}tables, more than the memory "
+                f"limit leaves ({gigabytes(room)}); lower {lower}"
+            )
 
     # -- the engine interface ---------------------------------------------------------------
     def init_states(self) -> list[int]:
@@ -88,7 +159,10 @@ class Model:
 
     @cached_property
     def symmetry(self) -> Symmetry:
-        return Symmetry(self.layout)
+        L = self.layout
+        self.require_room(SYMMETRY_ENTRY * (factorial(L.rf) + L.rf) * L.n_meta, "symmetry ",
+                          "--rf or --max-leader-epoch, or use --no-symmetry")
+        return _WatchedSymmetry(L, self.tick)
 
     # -- readable states ---------------------------------------------------------------------
     def decode(self, state: int) -> Any:
@@ -100,3 +174,21 @@ class Model:
     def __reduce__(self):
         # pickled by protocol name and configuration (tables and closures are rebuilt): Spark executors
         return (model_for, (self.protocol.name, self.config))
+
+
+# bytes per entry of the symmetry's tables (a relabelled meta index per permutation, a
+# signature per replica: an int object and a pointer each), measured at 39 to 42 at rf 4 to 6
+SYMMETRY_ENTRY = 42
+
+
+class _WatchedSymmetry(Symmetry):
+    """The symmetry tables, built with a look at the run's limits before each permutation's
+    relabelled metas (the bulk of them: factorial(rf) lists as long as the metas)."""
+
+    def __init__(self, layout: Layout, tick: Callable[[], None]) -> None:
+        self._tick = tick
+        super().__init__(layout)
+
+    def _relabelled_metas(self, kept: list, perm: tuple[int, ...]) -> list[int]:
+        self._tick()
+        return super()._relabelled_metas(kept, perm)

@@ -207,7 +207,7 @@ class Plan:
     def __init__(self, T: Any, catalogue: Catalogue) -> None:
         self.T = T
         self.tracer = Tracer(T)
-        self.factor = Factorer(self.tracer)
+        self.factor = Factorer(self.tracer, tick=getattr(T.model, "tick", None))
         self.actions: list[_Action] = []
         for a in range(len(catalogue)):
             traced = self._trace_action(catalogue.family_of[a].run, catalogue[a].args, a)

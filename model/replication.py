@@ -10,14 +10,14 @@ from __future__ import annotations
 from .config import ModelConfig
 from .fused import make_successors
 from .kafka import KAFKA
-from .machine import Model, fingerprint
+from .machine import BuildLimits, Model, fingerprint
 
 
 class ReplicationModel(Model):
-    """One partition's replication protocol for one configuration."""
+    """One partition's replication protocol for one configuration; ``limits``: a run's (``Model``)."""
 
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__(KAFKA, config.validate().require_bounded(), fused=make_successors)
+    def __init__(self, config: ModelConfig, limits: BuildLimits | None = None) -> None:
+        super().__init__(KAFKA, config.validate().require_bounded(), fused=make_successors, limits=limits)
 
 
 
