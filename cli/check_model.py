@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,14 +12,16 @@ from click.core import ParameterSource
 
 from isrcheck.checker import ENGINES, CheckOptions
 from isrcheck.checker.checkpoint import CheckpointError
+from isrcheck.files import FileProblem, check_output_dir, check_output_file
 from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES
 from isrcheck.properties import NAMES, UnknownProperty
 
 from . import report
-from .common import CliObserver, OneLineCommand, UsageFailure, available_cores, exit_code
-from .runner import CheckRun, run_check
-from .units import parse_duration, parse_size
+from .common import (MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs, UsageFailure,
+                     available_cores, exit_code)
+from .runner import CheckOutcome, CheckRun, run_check
+from .units import parse_duration, parse_size, whole_number
 
 # CLI option name for each feature field, for the --core conflict message.
 FEATURE_OPTIONS = {knob.field: knob.option.split("/")[0] for knob in FEATURES}
@@ -63,8 +66,9 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         raise UsageFailure(f"--kernel applies to --engine bfs and spark, not {params['engine']}")
     engine_args.update(spark_engine_args(params, explicit))
     workers = params.get("workers")
-    if workers is not None and workers < 1:
-        raise UsageFailure(f"--workers {workers}: must be at least 1")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise UsageFailure(f"--workers {workers}: must be at least 1" if workers < 1 else
+                           f"--workers {workers}: at most {MAX_WORKERS}")
     if "workers" in explicit and params["engine"] != "bfs":
         raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
     if params["engine"] in ("bfs", "spark"):
@@ -110,7 +114,10 @@ def spark_engine_args(params: dict, explicit: set[str]) -> dict:
         raise UsageFailure(f"--spark-partitions {partitions}: must be at least 1")
     from isrcheck.checker.spark_context import validate_master  # no pyspark import: checks the URL's form
 
-    master = params.get("spark_master") or "local[*]"
+    master = params.get("spark_master")
+    if master is not None and not master.strip():
+        raise UsageFailure("--spark-master: the URL is empty (leave the option out for local[*])")
+    master = master or "local[*]"
     try:
         validate_master(master)
     except ConfigError as e:
@@ -149,9 +156,9 @@ class EpochBound(click.ParamType):
         if value is None or isinstance(value, int) or value == "unbounded":
             return None if value == "unbounded" else value
         try:
-            number = int(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither a number nor 'unbounded'", param, ctx)
+            number = whole_number(str(value), "neither a number nor 'unbounded'")
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
         if number < 0:
             self.fail(f"{number} is negative", param, ctx)
         return number
@@ -160,6 +167,13 @@ class EpochBound(click.ParamType):
 def _nonneg(ctx, param, value):
     if value is not None and value < 0:
         raise click.BadParameter(f"{value} is negative")
+    return value
+
+
+def _depth(ctx, param, value):
+    """A trace has at least its initial state: a bound of 0 would search nothing and say "holds"."""
+    if value is not None and value < 1:
+        raise click.BadParameter(f"{value}: a trace has at least one state (1: the initial state alone)")
     return value
 
 
@@ -172,25 +186,27 @@ def feature_options(command):
         elif knob.choices:
             extra["type"] = click.Choice(knob.choices)
         elif "/" not in knob.option:
-            extra.update(type=int, callback=_nonneg if knob.count else None)
+            extra.update(type=AsciiInt(), callback=_nonneg if knob.count else None)
         command = click.option(knob.option, knob.field, **extra)(command)
     return command
 
 
 @click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--rf", type=int, default=3, show_default=True, help="Replication factor.")
+@click.option("--rf", type=AsciiInt(), default=3, show_default=True, help="Replication factor.")
 @click.option("--protocol", type=click.Choice(REVISIONS), default=None,
               help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+) "
                    "[default: kip-320 with --core, else that of --kafka-version].")
 @click.option("--core", is_flag=True, help="The published specification's machine exactly, without Kafka features.")
 @feature_options
-@click.option("--max-records", type=int, default=2, show_default=True, callback=_nonneg,
+@click.option("--max-records", type=AsciiInt(), default=2, show_default=True, callback=_nonneg,
               help="Records the producer may write.")
-@click.option("--log-size", type=int, default=None, callback=_nonneg, help="Log capacity [default: max-records].")
+@click.option("--log-size", type=AsciiInt(), default=None, callback=_nonneg,
+              help="Log capacity [default: max-records].")
 @click.option("--max-leader-epoch", type=EpochBound(), default=2, show_default=True,
               help="Highest leader epoch (epochs 0..N); 'unbounded' (with --engine z3): epochs and record ids unbounded.")
-@click.option("--max-depth", type=int, default=None, callback=_nonneg,
-              help="Bound on trace length in states, the initial one included.")
+@click.option("--max-depth", type=AsciiInt(), default=None, callback=_depth,
+              help="Bound on trace length in states, the initial one included: at least 1 (the initial state "
+                   "alone).")
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
 @click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
@@ -201,32 +217,36 @@ def feature_options(command):
 @click.option("--spark-master", metavar="URL", default=None,
               help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
                    "k8s://... [default: local[*]].")
-@click.option("--spark-partitions", type=int, default=None, metavar="N",
+@click.option("--spark-partitions", type=AsciiInt(), default=None, metavar="N",
               help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
               help="Successor kernel of --engine bfs and spark: vector (NumPy, a level or a Spark partition at "
                    "a time) where it applies, that is without checkpoints and within its table and key bounds; "
                    "scalar (one state at a time, exact keys) otherwise.")
-@click.option("--workers", type=int, default=None, metavar="N",
-              help="BFS processes (scalar kernel) or threads (vector kernel) [default: the cores this "
-                   "process may use]. Checkpointed runs use one process.")
+@click.option("--workers", type=AsciiInt(), default=None, metavar="N",
+              help=f"BFS processes (scalar kernel) or threads (vector kernel), 1 to {MAX_WORKERS} [default: the "
+                   "cores this process may use]. Checkpointed runs use one process.")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
               help="Symmetry reduction over broker identities.")
 @click.option("--continue", "explore_all", is_flag=True,
               help="Explore the whole bounded space even after every property is decided.")
-@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
-              show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON).")
+@click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out"),
+              show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON); checked "
+                                      "before the search: it must be a folder that can be created or written.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write a JUnit XML report: one test case per property.")
-@click.option("--time-limit", callback=_duration, metavar="DURATION", help="Stop cleanly after this long (90s, 5m, 1h).")
-@click.option("--max-memory", callback=_size, metavar="SIZE", help="Stop cleanly before using this much memory (2G).")
-@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--junit", "junit_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
+              help="Also write a JUnit XML report: one test case per property (replaced atomically; a symbolic "
+                   "link is followed, a device or FIFO refused).")
+@click.option("--time-limit", callback=_duration, metavar="DURATION",
+              help="Stop cleanly after this long (90s, 5m, 1h; at most a year).")
+@click.option("--max-memory", callback=_size, metavar="SIZE",
+              help="Stop cleanly before using this much memory (2G; at most 1024T).")
+@click.option("--checkpoint", "checkpoint_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Save the search in this folder at every level and every --checkpoint-every.")
 @click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
               help="Longest time between checkpoints inside a level (bfs; --engine spark saves at level ends).")
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--resume", "resume_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Continue the search saved in this folder (same options as the run that saved it).")
 @click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
 @click.option("--view", is_flag=True,
@@ -236,20 +256,20 @@ def main(**params) -> int:
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
     run = check_run_from(params, explicit)
+    check_outputs(run, params["junit_file"])
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
     if run.engine == "bfs" and run.engine_args["workers"] is None:
-        run.engine_args["workers"] = available_cores()
+        run.engine_args["workers"] = min(available_cores(), MAX_WORKERS)
     try:
         with CliObserver(params["progress"]) as observer:
             outcome = run_check(run, observer)
     except (UnknownProperty, CheckpointError, ConfigError) as e:
         raise UsageFailure(str(e)) from None
+    except (OSError, FileProblem) as e:  # a checkpoint that could not be written, descriptors run out
+        raise UsageFailure(f"the check stopped, nothing decided: {stopped_by(e, run)}") from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
-    if params["junit_file"] is not None:
-        from . import junit
-
-        junit.write(params["junit_file"], "check-model", [junit.check_model_suite(outcome)])
+    outputs = write_outputs(outcome, params["junit_file"])
     if params["view"]:
         from .view_trace import show_text
 
@@ -257,7 +277,49 @@ def main(**params) -> int:
             if trace.is_counterexample:  # the JSON report keeps stdout; the views then go to stderr
                 click.echo("", err=params["fmt"] == "json")
                 show_text(trace, err=params["fmt"] == "json")
+    outputs.finish()
     return exit_code(outcome.result)
+
+
+def check_outputs(run: CheckRun, junit_file: Path | None) -> None:
+    """Every path the run will write, checked before the search so that no result waits on it."""
+    try:
+        if run.trace_dir is not None:
+            check_output_dir(run.trace_dir, "--trace-dir", create=False)
+        if run.checkpoint_dir is not None:
+            check_output_dir(run.checkpoint_dir, "--checkpoint", create=False)
+        if run.resume_dir is not None:
+            check_output_dir(run.resume_dir, "--resume", create=False)
+        if junit_file is not None:
+            check_output_file(junit_file, "--junit")
+    except FileProblem as e:
+        raise UsageFailure(str(e)) from None
+
+
+def write_outputs(outcome: CheckOutcome, junit_file: Path | None) -> Outputs:
+    """After the report: the traces the run saved or failed to, and the JUnit report."""
+    outputs = Outputs()
+    outputs.written.append("the report on stdout")
+    if outcome.trace_files:
+        n = len(outcome.trace_files)
+        outputs.written.append(f"{n} trace{'s' if n != 1 else ''} in {outcome.run.trace_dir}")
+    outputs.failed += [f"the {name} trace ({why})" for name, why in outcome.trace_errors.items()]
+    if junit_file is not None:
+        from . import junit
+
+        outputs.write("JUnit report", junit_file,
+                      lambda: junit.write(junit_file, "check-model", [junit.check_model_suite(outcome)]))
+    return outputs
+
+
+def stopped_by(e: OSError | FileProblem, run: CheckRun) -> str:
+    """Why a search ended in an error of the file system, in one line."""
+    if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+        return f"too many open files for --workers {run.engine_args.get('workers')} (ulimit -n): use fewer"
+    if isinstance(e, FileProblem):
+        return str(e)
+    path = e.filename or run.checkpoint_dir or run.resume_dir
+    return f"{path}: {e.strerror or e}" if path else str(e.strerror or e)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import click
 
+from isrcheck.files import FileProblem, check_output_dir, check_output_file
+
 from . import junit, tradeoff
-from .common import FAILED, INCOMPLETE, OK, OneLineCommand, available_cores
+from .common import (FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, Outputs,
+                     UsageFailure, available_cores)
 from .suite import Suite, SuiteCheck, load_suite
 from .suite_run import CheckReport, Judgement, SuiteRunner, judge, trace_folders
 
@@ -32,6 +35,7 @@ def check_line(check: SuiteCheck, rep: CheckReport, judgements: list[Judgement])
         if j.outcome == "unmet":
             p = rep.by_name(j.property)
             trace = f" (trace {p.trace_file})" if p is not None and p.trace_file else ""
+            trace = " (trace not saved)" if p is not None and p.trace_error else trace
             parts.append(f"{j.property} expected {j.expected}, got {j.actual}{trace}")
         elif j.outcome == "recorded":
             parts.append(f"{j.property} {j.actual} (recorded, no expectation)")
@@ -135,15 +139,15 @@ def list_lines(suite: Suite) -> list[str]:
 
 
 @click.command("check-suite", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.toml")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+@click.argument("suite_file", type=NonEmptyPath(dir_okay=False, path_type=Path), metavar="FILE.toml")
+@click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
               help="Checks run at once, each in its own process [default: the CPU cores]; "
                    "Spark checks always run one at a time.")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--junit", "junit_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Write a JUnit XML report: one test case per check and property.")
-@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces-out"),
+@click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out"),
               show_default=True, help="Traces are saved under DIR/<suite>/<check>/ (keep it as a CI artifact).")
-@click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--report", "report_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Write the durability/availability trade-off table as a self-contained HTML page.")
 @click.option("--markdown", is_flag=True,
               help="Print the trade-off table as Markdown on stdout (the per-check lines go to stderr).")
@@ -152,15 +156,18 @@ def list_lines(suite: Suite) -> list[str]:
               help="Progress lines on stderr for checks run in this process (--jobs 1, Spark) [default: on a terminal].")
 def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir: Path, report_file: Path | None,
          markdown: bool, list_only: bool, progress: bool | None) -> int:
-    """Run a suite of checks with expected verdicts; exit 0 all met, 1 not met, 2 bad suite, 3 interrupted."""
+    """Run a suite of checks with expected verdicts; exit 0 all met, 1 not met, 2 bad suite, 3 interrupted.
+    Every output path is checked before the first check runs; a file that still cannot be
+    written afterwards is named on stderr, after every verdict, with exit 2."""
     suite = load_suite(suite_file)
     if list_only:
         click.echo("\n".join(list_lines(suite)))
         return OK
+    check_outputs(trace_dir, junit_file, report_file)
     err = markdown  # keep stdout for the table
     trace_root = trace_dir / suite.path.stem
     folders = trace_folders(list(suite.checks), trace_root)
-    jobs = jobs or available_cores()
+    jobs = jobs or min(available_cores(), MAX_WORKERS)
     width = len(str(len(suite.checks)))
     finished: list[str] = []
 
@@ -180,17 +187,51 @@ def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir:
     if os.environ.get("GITHUB_ACTIONS"):
         for line in github_annotations(suite, judgements, reports):
             click.echo(line)
-    if junit_file is not None:
-        junit.write(junit_file, suite.name, [junit_suite(suite, judgements, reports, seconds)])
+    outputs = trace_outputs(reports, trace_root)
+    if junit_file is not None and outputs.write(
+            "JUnit report", junit_file,
+            lambda: junit.write(junit_file, suite.name, [junit_suite(suite, judgements, reports, seconds)])):
         click.echo(f"JUnit report: {junit_file}", err=err)
     if report_file is not None or markdown:
         table = tradeoff.build(suite, reports, judgements)
-        if report_file is not None:
-            tradeoff.write_html(table, report_file)
+        if report_file is not None and outputs.write("trade-off report", report_file,
+                                                     lambda: tradeoff.write_html(table, report_file)):
             click.echo(f"trade-off report: {report_file}", err=err)
         if markdown:
             click.echo(tradeoff.markdown(table), nl=False)
-    if runner.interrupted:
+    outputs.finish()
+    return exit_code(runner.interrupted, judgements)
+
+
+def check_outputs(trace_dir: Path, junit_file: Path | None, report_file: Path | None) -> None:
+    """The paths the suite writes, checked before any check runs (one line, exit 2)."""
+    try:
+        check_output_dir(trace_dir, "--trace-dir", create=False)
+        if junit_file is not None:
+            check_output_file(junit_file, "--junit")
+        if report_file is not None:
+            check_output_file(report_file, "--report")
+    except FileProblem as e:
+        raise UsageFailure(str(e)) from None
+
+
+def trace_outputs(reports: dict[str, CheckReport], trace_root: Path) -> Outputs:
+    """The traces the checks saved, and those they could not (the first named)."""
+    outputs = Outputs()
+    outputs.written.append("the verdicts above")
+    props = [(name, p) for name, rep in reports.items() for p in rep.properties]
+    saved = sum(1 for _, p in props if p.trace_file)
+    if saved:
+        outputs.written.append(f"{saved} trace{'s' if saved != 1 else ''} under {trace_root}/")
+    failed = [f"{name}: {p.name}: {p.trace_error}" for name, p in props if p.trace_error]
+    if failed:
+        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+        outputs.failed.append(f"{len(failed)} trace{'s' if len(failed) != 1 else ''} ({failed[0]}{more})")
+    return outputs
+
+
+def exit_code(interrupted: bool, judgements: list[Judgement]) -> int:
+    if interrupted:
         return INCOMPLETE
     if any(j.outcome in ("unmet", "error") for j in judgements):
         return FAILED

@@ -11,13 +11,18 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import click
 
 from isrcheck.checker import CheckResult, Observer, Progress
+from isrcheck.files import FileProblem, write_failure
+
+from .units import whole_number
 
 OK, FAILED, USAGE, INCOMPLETE = 0, 1, 2, 3
+MAX_WORKERS = 256  # BFS workers and suite jobs: processes or threads, far beyond any useful count
 
 
 def exit_code(result: CheckResult) -> int:
@@ -90,3 +95,55 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+class AsciiInt(click.IntRange):
+    """A whole number in the digits 0-9 only (``int`` would read ``٣`` and ``２`` too),
+    optionally within ``min`` and ``max`` (shown in --help)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = whole_number(value)
+            except ValueError as e:
+                self.fail(str(e), param, ctx)
+        return super().convert(value, param, ctx)
+
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
+
+class NonEmptyPath(click.Path):
+    """A click path that refuses the empty name, which ``Path("")`` would read as the current folder."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and value == "":
+            self.fail("the path is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Outputs:
+    """What a command writes after its results are out, and what it could not: a failure
+    never hides a verdict; it is said last, in one line, with what was written (exit 2)."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+        self.failed: list[str] = []
+
+    def write(self, what: str, path: Path, write: Callable[[], Any]) -> bool:
+        """Run ``write``; remember ``what`` as written, or why it was not."""
+        try:
+            write()
+        except (OSError, FileProblem) as e:
+            self.failed.append(f"{what} ({write_failure(path, e)})")
+            return False
+        self.written.append(f"{what} {path}")
+        return True
+
+    def finish(self) -> None:
+        """Raise UsageFailure naming what was not written and what was, if anything failed."""
+        if self.failed:
+            done = ", ".join(self.written) if self.written else "no file"
+            raise UsageFailure(f"not written: {'; '.join(self.failed)}; written: {done}")

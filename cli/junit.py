@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from isrcheck import MODEL_VERSION, __version__
+from isrcheck.files import atomic_write
 from isrcheck.properties import verdict
 
 from . import report
@@ -107,11 +108,8 @@ def to_xml(name: str, suites: list[TestSuite]) -> str:
 
 
 def write(path: Path, name: str, suites: list[TestSuite]) -> Path:
-    path = Path(path)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_xml(name, suites), encoding="utf-8")
-    return path
+    """Write the report atomically (files.atomic_write): OSError or FileProblem propagates."""
+    return atomic_write(path, to_xml(name, suites))
 
 
 def check_model_suite(outcome: CheckOutcome) -> TestSuite:

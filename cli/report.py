@@ -77,6 +77,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
                 "status": p.status,
                 "trace_length": p.trace_length,
                 "trace_file": str(outcome.trace_files[p.name]) if p.name in outcome.trace_files else None,
+                **({"trace_error": outcome.trace_errors[p.name]} if p.name in outcome.trace_errors else {}),
                 **({"note": p.note} if p.note else {}),
                 **({"proof": p.proof} if p.proof else {}),
             }
@@ -96,7 +97,8 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
     if shared_note and p.note == shared_note:
         p = replace(p, note="")
     file = outcome.trace_files.get(name)
-    saved = f": trace saved to {file}" if file else ""
+    unsaved = name in outcome.trace_errors
+    saved = f": trace saved to {file}" if file else ": trace not saved" if unsaved else ""
     said = verdict.outcome(p, p.status)
     if said == "violated":
         return f"VIOLATED in {p.trace_length} states{saved}"
@@ -105,7 +107,8 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
     if said == "holds":
         return "holds within bounds" + (f" ({p.note})" if p.note else "")
     if said == "witnessed":
-        return f"witnessed in {p.trace_length} states" + (f": example saved to {file}" if file else "")
+        return f"witnessed in {p.trace_length} states" + (
+            f": example saved to {file}" if file else ": example not saved" if unsaved else "")
     if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
     return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")

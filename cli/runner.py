@@ -7,13 +7,17 @@ engine returned into a replayed Trace and saves it as ITF JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from isrcheck.checker import CheckOptions, CheckResult, Observer, checkpoint, get_engine
+from isrcheck.checker.engine import Limits, stopped_building
+from isrcheck.files import FileProblem, write_failure
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.config import FEATURES
+from isrcheck.model.machine import TablesStopped
 from isrcheck.properties import BY_NAME, select, verdict
 from isrcheck.traces import Trace, trace_from_path
 from isrcheck.traces import itf
@@ -37,6 +41,7 @@ class CheckOutcome:
     result: CheckResult
     traces: dict[str, Trace] = field(default_factory=dict)
     trace_files: dict[str, Path] = field(default_factory=dict)
+    trace_errors: dict[str, str] = field(default_factory=dict)  # property -> why its trace was not saved
 
 
 def config_slug(config: ModelConfig) -> str:
@@ -91,22 +96,23 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
         if saved is None:
             checkpoint.refuse_existing(folder)
         return {"resume": saved, "checkpoint": spark_checkpoint.SparkCheckpointWriter(folder, ident, saved)}
-    width = (model.layout.state_bits + 7) // 8
-    if run.resume_dir is not None:
-        state, manifest = checkpoint.load(run.resume_dir, ident)
-        writer = checkpoint.CheckpointWriter(folder, ident, width, resume_from=manifest)
-        return {"resume": state, "checkpoint": writer.write}
-    checkpoint.refuse_existing(folder)
-    return {"checkpoint": checkpoint.CheckpointWriter(folder, ident, width).write}
+    from isrcheck.checker.saving import BfsSaving
+
+    return {"saving": BfsSaving(folder, ident, resuming=run.resume_dir is not None)}
 
 
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
-    # an unbounded configuration has no explicit model: the symbolic engine takes the config
-    model = run.config if run.config.unbounded else ReplicationModel(run.config)
+    options = replace(run.options, started=time.monotonic())  # the limits count from here: tables, resume, search
     props = select(run.config, list(run.properties) or None)
-    saving = _checkpointing(run, model, props)
-    engine = get_engine(run.engine, **run.engine_args)
-    result = engine.check(model, props, run.options, observer, **saving)
+    try:  # the model's tables are built under the limits: here, and the engine's when it asks for them
+        limits = Limits(options, time.monotonic(), observer)
+        # an unbounded configuration has no explicit model: the symbolic engine takes the config
+        model = run.config if run.config.unbounded else ReplicationModel(run.config, limits)
+        saving = _checkpointing(run, model, props)
+        engine = get_engine(run.engine, **run.engine_args)
+        result = engine.check(model, props, options, observer, **saving)
+    except TablesStopped as e:
+        return CheckOutcome(run, stopped_building(run.engine, props, options, e.reason))
     outcome = CheckOutcome(run, result)
     if result.replay_config is not None:  # the paths are of a bounded model that holds them
         model = ReplicationModel(result.replay_config)
@@ -118,6 +124,14 @@ def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
         outcome.traces[pr.name] = trace
         if run.trace_dir is not None:
             kind = verdict.trace_kind(prop.expectation)
-            name = f"{config_slug(run.config)}-{pr.name}-{kind}.itf.json"
-            outcome.trace_files[pr.name] = itf.save(trace, run.trace_dir / name)
+            save_trace(outcome, pr.name, run.trace_dir / f"{config_slug(run.config)}-{pr.name}-{kind}.itf.json")
     return outcome
+
+
+def save_trace(outcome: CheckOutcome, name: str, path: Path) -> None:
+    """Save a property's trace; a failure is kept with the outcome, never raised: the
+    verdicts must reach the user even when the trace folder cannot be written."""
+    try:
+        outcome.trace_files[name] = itf.save(outcome.traces[name], path)
+    except (OSError, FileProblem) as e:
+        outcome.trace_errors[name] = write_failure(path, e)

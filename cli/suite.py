@@ -27,7 +27,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-import tomllib
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,10 @@ import click
 
 from isrcheck.cli.common import UsageFailure
 from isrcheck.cli.runner import CheckRun, config_slug
+from isrcheck.files import MAX_DEPTH, FileProblem, read_bounded
 from isrcheck.properties import BY_NAME, NAMES, UnknownProperty, select
 
-from .tomllines import key_lines, line_of
+from .tomllines import TomlProblem, key_lines, line_of, parse_toml
 
 SUITE_KEYS = ("name", "description", "defaults", "check")
 CHECK_KEYS = ("name", "description", "properties", "expect", "when")
@@ -55,7 +56,8 @@ COMMAND_LINE_ONLY = {
 }
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
-_VERDICT = re.compile(r"(holds|violated|witnessed|never)(?:-within\s+(\d+))?")
+_VERDICT = re.compile(r"(holds|violated|witnessed|never)(?:-within\s+([0-9]+))?")
+MAX_WITHIN = 1_000_000  # states: far beyond any trace a bounded search returns
 
 
 class SuiteError(UsageFailure):
@@ -97,19 +99,19 @@ class Suite:
 def load_suite(path: Path) -> Suite:
     """Read, validate and expand a suite file; raise SuiteError on the first problem."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageFailure(f"cannot read suite file {path}: {getattr(e, 'strerror', None) or e}") from None
+        text = read_bounded(path, "suite file").decode("utf-8")
+    except FileProblem as e:
+        raise UsageFailure(str(e)) from None
+    except UnicodeDecodeError:
+        raise UsageFailure(f"suite file {path} is not UTF-8 text") from None
     return parse_suite(text, Path(path))
 
 
 def parse_suite(text: str, path: Path) -> Suite:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
-        line = int(m.group(1)) if m else 1
-        raise SuiteError(f"{path}:{line}: invalid TOML: {re.sub(r' [(]at .*[)]$', '', str(e))}") from None
+        data = parse_toml(text, MAX_DEPTH)
+    except TomlProblem as e:
+        raise SuiteError(f"{path}:{e.line}: {e}") from None
     return _Loader(path, key_lines(text)).load(data)
 
 
@@ -156,7 +158,7 @@ class _Loader:
             if key not in SUITE_KEYS:
                 raise self.error((key,), f"unknown key {key!r} at the top of the suite{_suggest(key, SUITE_KEYS)}; "
                                           f"allowed: {', '.join(SUITE_KEYS)}")
-        name = self.text(data, "name", (), default=self.path.stem)
+        name = self.name(data, (), default=self.path.stem)
         description = self.text(data, "description", (), default="")
         defaults = data.get("defaults", {})
         if not isinstance(defaults, dict):
@@ -182,6 +184,18 @@ class _Loader:
         value = table.get(key, default)
         if not isinstance(value, str):
             raise self.error(where + (key,), f"{key} must be a string, not {_show(value)}")
+        return value
+
+    def name(self, table: dict, where: tuple, default: str) -> str:
+        """A suite's or check's name: it labels output lines, JUnit cases and folders, so it
+        has a visible character and no control character (a NUL, a line break)."""
+        value = self.text(table, "name", where, default)
+        if "name" in table and not value.strip():
+            raise self.error(where + ("name",), "name is empty; give a name or leave the key out")
+        bad = next((ch for ch in value if unicodedata.category(ch) == "Cc"), None)
+        if bad is not None:
+            raise self.error(where + ("name",), f"name {value!r} holds the control character U+{ord(bad):04X}; "
+                                                f"names are one line of visible text")
         return value
 
     def defaults(self, table: dict) -> tuple[dict[str, Any], Any]:
@@ -257,7 +271,7 @@ class _Loader:
                 axes[key] = converted
             else:
                 scalars[key] = self.convert(key, value, where + (raw,))
-        name = self.text(table, "name", where, default="")
+        name = self.name(table, where, default="")
         description = self.text(table, "description", where, default="")
         expect = self.expect_table(table.get("expect", {}), where + ("expect",))
         whens = self.when_blocks(table.get("when", []), where, place)
@@ -378,8 +392,11 @@ class _Loader:
             (kind == "always" and word in ("holds", "violated") and not (within and word == "holds"))
             or (kind == "sometimes" and (within is None or word == "witnessed"))
         )
-        if not ok or (within is not None and int(within) < 1):
+        if not ok:
             raise SuiteError(f"{self.path}:{line}: expect {prop} = {text!r}: {prop} is {'an' if kind == 'always' else 'a'} {kind} property; "
                              f"allowed: {allowed}")
+        if within is not None and (len(within) > 7 or not 1 <= int(within) <= MAX_WITHIN):
+            raise SuiteError(f"{self.path}:{line}: expect {prop} = {text!r}: N in {word}-within N counts states, "
+                             f"from 1 to {MAX_WITHIN:,}; allowed: {allowed}")
         status = {"witnessed": "holds", "never": "violated"}.get(word, word)
         return Expected(text.strip(), status, int(within) if within else None, line)

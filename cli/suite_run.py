@@ -47,6 +47,7 @@ class PropertyReport:
     trace_length: int | None
     trace_file: str | None
     trace_text: tuple[str, ...] = ()  # the trace narrated step by step (first lines)
+    trace_error: str = ""  # why the trace was not saved, one line
 
 
 @dataclass
@@ -138,7 +139,7 @@ def run_one(check: SuiteCheck, trace_dir: Path, observer: Observer) -> CheckRepo
     props = [
         PropertyReport(p.name, p.expectation, p.status, p.trace_length,
                        str(outcome.trace_files[p.name]) if p.name in outcome.trace_files else None,
-                       trace_text(outcome, p.name))
+                       trace_text(outcome, p.name), outcome.trace_errors.get(p.name, ""))
         for p in r.properties
     ]
     return CheckReport(check.name, r.complete, r.stop_reason, r.stats.seconds, props)

@@ -1,4 +1,4 @@
-"""Line numbers for TOML keys, which ``tomllib`` does not give.
+"""Line numbers for TOML keys and errors, which ``tomllib`` does not give.
 
 A suite-file error must name the line to fix. ``key_lines`` scans the text once
 and maps every table header and key to the line it is on, as a path of the same
@@ -6,11 +6,16 @@ shape as the parsed data: ``("check", 2, "expect", "weak-isr")`` is the
 ``weak-isr`` key of the ``expect`` table of the third ``[[check]]``. It follows
 table headers, arrays of tables, dotted keys, inline tables and multi-line
 strings and arrays; it is only ever asked about text that ``tomllib`` accepted.
+``parse_toml`` is ``tomllib`` with its errors given a line, nesting bounded included.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
+from typing import Any
+
+from isrcheck.files import depth
 
 Path = tuple[str | int, ...]
 
@@ -20,6 +25,35 @@ _BARE = re.compile(r"[A-Za-z0-9_-]+")
 def key_lines(text: str) -> dict[Path, int]:
     """Every table header and key of a valid TOML document, with its 1-based line."""
     return _Scanner().scan(text)
+
+
+class TomlProblem(ValueError):
+    """Text that is not TOML, or TOML nested too deeply; ``line`` is where (1 when unknown)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def parse_toml(text: str, max_depth: int) -> dict[str, Any]:
+    """The TOML document, its arrays and inline tables nested at most ``max_depth`` deep
+    (``tomllib`` recurses on each level: thousands would end in RecursionError)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        raise TomlProblem(int(m.group(1)) if m else 1,
+                          f"invalid TOML: {re.sub(r' [(]at .*[)]$', '', str(e))}") from None
+    except RecursionError:
+        data = None
+    except ValueError:  # tomllib's int() on a number of more than 4300 digits
+        raise TomlProblem(1, "invalid TOML: a number has more than 4300 digits") from None
+    if data is None or depth(data, max_depth) > max_depth:
+        scanner = _Scanner(max_depth)
+        scanner.scan(text)
+        raise TomlProblem(scanner.too_deep or 1, f"values nested more than {max_depth} levels deep; "
+                                                 f"an option takes a value or a list of values")
+    return data
 
 
 def line_of(lines: dict[Path, int], path: Path) -> int:
@@ -33,7 +67,9 @@ def line_of(lines: dict[Path, int], path: Path) -> int:
 
 
 class _Scanner:
-    def __init__(self) -> None:
+    def __init__(self, max_depth: int = 0) -> None:
+        self.max_depth = max_depth  # when > 0: note the first line nested deeper
+        self.too_deep = 0
         self.lines: dict[Path, int] = {}
         self.arrays: dict[Path, int] = {}  # path of an array of tables -> index of its last table
         self.table: Path = ()
@@ -113,14 +149,19 @@ class _Scanner:
                 if pos < 0:
                     return
             elif ch == "{":
-                self.stack.append(self.current_key)
+                self._open(self.current_key, number)
                 self.expect_key = True
                 pos += 1
             elif ch == "[":
-                self.stack.append(None)
+                self._open(None, number)
                 pos += 1
             else:
                 pos += 1
+
+    def _open(self, key: Path | None, number: int) -> None:
+        self.stack.append(key)
+        if self.max_depth and not self.too_deep and len(self.stack) > self.max_depth:
+            self.too_deep = number
 
     def _string(self, line: str, pos: int) -> int:
         """Position after the string starting at ``pos``; -1 when a multi-line string stays open."""

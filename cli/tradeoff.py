@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from isrcheck import __version__
+from isrcheck.files import atomic_write
 from isrcheck.model.config import FEATURES, Knob
 from isrcheck.properties import BY_NAME, NAMES, verdict
 
@@ -197,8 +198,5 @@ def html_page(table: Table, out: Path) -> str:
 
 
 def write_html(table: Table, out: Path) -> Path:
-    out = Path(out)
-    if out.parent != Path(""):
-        out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html_page(table, out), encoding="utf-8")
-    return out
+    """Write the page atomically (files.atomic_write): OSError or FileProblem propagates."""
+    return atomic_write(out, html_page(table, out))

@@ -1,26 +1,49 @@
-"""Durations and sizes as users type them: ``90s``, ``5m``, ``1h30m``; ``512M``, ``2G``."""
+"""Numbers, durations and sizes as users type them: ``3``; ``90s``, ``5m``, ``1h30m``; ``512M``, ``2G``.
+
+Only the ASCII digits 0-9 count (Python's ``float`` would read ``٣`` or ``２`` too),
+and both are bounded, so that a typo of twenty nines is refused rather than read as
+"no limit" or overflowing to infinity.
+"""
 
 from __future__ import annotations
 
 import re
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)", re.IGNORECASE)
+MAX_DURATION = 366 * 24 * 3600.0  # seconds: a year; no check is meant to run longer
+MAX_SIZE = 1 << 50  # bytes: 1024T (1 PiB), far above any machine's memory
+_NUMBER = r"[0-9]{1,30}(?:\.[0-9]{1,30})?"
+_DURATION = re.compile(rf"({_NUMBER})(ms|s|m|h)")
+_SIZE = re.compile(rf"({_NUMBER})\s*([kmgt]?)(i?b?)", re.IGNORECASE)
+
+
+def whole_number(text: str, wrong: str = "not a valid integer") -> int:
+    """An integer of at most 30 digits 0-9; ValueError ``'TEXT' is WRONG`` otherwise."""
+    if not re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", text):
+        digits = [ch for ch in text if ch.isdigit()]
+        hint = (": use the digits 0-9" if not "".join(digits).isascii()
+                else ": more than 30 digits" if len(digits) > 30 else "")
+        raise ValueError(f"{text[:40]!r} is {wrong}{hint}")
+    return int(text)
 
 
 def parse_duration(text: str) -> float:
     """Seconds in a duration; a bare number is seconds. Raises ValueError."""
     text = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or pos == 0 or total <= 0:
+    if re.fullmatch(_NUMBER, text):
+        total = float(text)
+    else:
+        pos, total = 0, 0.0
+        for m in _DURATION.finditer(text):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+            pos = m.end()
+        if pos != len(text) or pos == 0:
+            total = 0.0
+    if total <= 0:
         raise ValueError(f"{text!r} is not a duration such as 90s, 5m or 1h30m")
+    if total > MAX_DURATION:
+        raise ValueError(f"{text!r} is longer than a year (8784h)")
     return total
 
 
@@ -29,4 +52,9 @@ def parse_size(text: str) -> int:
     m = _SIZE.fullmatch(text.strip())
     if not m or float(m.group(1)) <= 0:
         raise ValueError(f"{text!r} is not a size such as 512M or 2G")
-    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+    size = int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+    if size > MAX_SIZE:
+        raise ValueError(f"{text!r} is more than 1024T")
+    if size < 1:
+        raise ValueError(f"{text!r} is less than one byte")
+    return size

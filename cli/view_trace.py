@@ -16,11 +16,12 @@ from pathlib import Path
 
 import click
 
+from isrcheck.files import FileProblem, check_output_file, followed, write_failure
 from isrcheck.traces import Trace, TraceError, itf
 from isrcheck.traces.view_data import build_view, load_checked
 from isrcheck.traces.view_text import render_text
 
-from .common import OK, OneLineCommand, UsageFailure
+from .common import OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
 
 DEFAULT_WIDTH = 100
 
@@ -50,15 +51,29 @@ def show_text(trace: Trace, *, color: bool | None = None, width: int | None = No
     click.echo(text, err=err, color=use_color, nl=False)
 
 
+def check_page_path(out: Path) -> None:
+    """--html's path, before the trace is read: a regular file or nothing in an existing
+    folder (as cp wants it), never a device or FIFO to turn into a plain file."""
+    try:
+        check_output_file(out, "--html")
+    except FileProblem as e:
+        raise UsageFailure(str(e)) from None
+    folder = (followed(out) or out).parent
+    if not folder.is_dir():
+        raise UsageFailure(f"cannot write {out}: the folder {folder} does not exist")
+
+
 @click.command("view-trace", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), metavar="OUT.html",
-              help="Write a self-contained HTML page (step with the arrow keys) instead of printing.")
+@click.option("--html", "html_out", type=NonEmptyPath(dir_okay=False, path_type=Path), metavar="OUT.html",
+              help="Write a self-contained HTML page (step with the arrow keys) instead of printing. The page "
+                   "replaces a regular file atomically; a symbolic link is followed (its target is written, as "
+                   "cp does); a device, FIFO or missing folder is refused.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: the step-by-step view; json: the trace as normalised ITF JSON.")
 @click.option("--changed-only", is_flag=True, help="After the initial state, show only what each step changed.")
 @click.option("--color/--no-color", default=None, help="Colour [default: on a terminal, unless NO_COLOR is set].")
-@click.option("--width", type=click.IntRange(60, 400), default=None,
+@click.option("--width", type=AsciiInt(60, 400), default=None,
               help=f"Text width [default: the terminal's, {DEFAULT_WIDTH} when piped].")
 def main(file: Path, html_out: Path | None, fmt: str, changed_only: bool, color: bool | None,
          width: int | None) -> int:
@@ -67,6 +82,8 @@ def main(file: Path, html_out: Path | None, fmt: str, changed_only: bool, color:
         raise UsageFailure("--html writes the page only: it cannot be combined with --format json or --changed-only")
     if fmt == "json" and changed_only:
         raise UsageFailure("--changed-only applies to the text view, not to --format json")
+    if html_out is not None:
+        check_page_path(html_out)
     try:
         trace = load_checked(file)
     except TraceError as e:
@@ -76,9 +93,11 @@ def main(file: Path, html_out: Path | None, fmt: str, changed_only: bool, color:
 
         try:
             write_html(build_view(trace), html_out)
-        except OSError as e:
-            raise UsageFailure(f"cannot write {html_out}: {e.strerror}") from None
-        click.echo(f"wrote {html_out} ({len(trace)} states)", err=True)
+        except (OSError, FileProblem) as e:
+            raise UsageFailure(write_failure(html_out, e)) from None
+        target = followed(html_out)
+        via = f" through the symbolic link {html_out}" if target else ""
+        click.echo(f"wrote {target or html_out}{via} ({len(trace)} states)", err=True)
         return OK
     if fmt == "json":
         click.echo(json.dumps(itf.to_itf(trace), indent=1))

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from isrcheck.files import atomic_write
 from isrcheck.model import Record
 
 from .narrate import fmt_isr
@@ -122,9 +123,6 @@ def render_html(view: TraceView) -> str:
 
 
 def write_html(view: TraceView, path: str | Path) -> Path:
-    """Write the page atomically; OSError propagates for the caller to report."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(view), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write the page atomically into a regular file (a symbolic link is followed, a device or
+    FIFO refused, never replaced); OSError or files.FileProblem propagates for the caller."""
+    return atomic_write(path, render_html(view))

@@ -5,7 +5,8 @@ Every file isrcheck reads (traces, suites, checkpoint manifests) comes through
 deep is refused in one line instead of exhausting memory or the stack. Every file
 it writes (traces, reports, pages, manifests) goes through ``atomic_write`` into a
 path ``check_output_file`` accepted: a regular file or nothing yet, never a device
-or a FIFO. A symbolic link is followed, as ``cp`` does: its target is replaced.
+or a FIFO. A symbolic link is followed, as ``cp`` does: its target is replaced (a link
+to nothing is refused, as ``cp`` refuses it).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class FileProblem(ValueError):
 def read_bounded(path: str | os.PathLike, what: str = "file", limit: int = MAX_READ) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes (FileProblem otherwise)."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on a regular file)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise FileProblem(f"{what} {path} is not a regular file")
             data = f.read(limit + 1)
@@ -87,17 +88,21 @@ def check_output_file(path: str | os.PathLike | None, option: str) -> Path:
     path = Path(path)
     _check_names(path, option)
     try:
-        target = path.resolve() if path.is_symlink() else path
+        target = followed(path) or path
         mode = os.stat(target).st_mode
+    except FileProblem as e:
+        raise FileProblem(f"{option}: {e}") from None
     except FileNotFoundError:
         mode = None
     except OSError as e:
         raise FileProblem(f"{option} {path}: {e.strerror or e}") from None
+    if mode is None and target != path:
+        raise FileProblem(f"{option} {path} is a symbolic link to {target}, which does not exist: refused (as cp does)")
     if mode is not None and stat.S_ISDIR(mode):
         raise FileProblem(f"{option} {path} is a folder; name a file")
     if mode is not None and not stat.S_ISREG(mode):
         raise FileProblem(f"{option} {path} is not a regular file (a device, FIFO or socket): refused")
-    check_output_dir(target.parent if str(target.parent) else Path("."), option, create=False)
+    _writable(target.parent if str(target.parent) else Path("."), option, path)
     return path
 
 
@@ -107,24 +112,41 @@ def check_output_dir(path: str | os.PathLike | None, option: str, create: bool =
         raise FileProblem(f"{option}: the path is empty")
     path = Path(path)
     _check_names(path, option)
-    existing = path
-    try:
-        while not existing.exists() and existing != existing.parent:
-            if existing.is_symlink():  # a dangling link
-                raise FileProblem(f"{option} {path}: {existing} is a broken symbolic link")
-            existing = existing.parent
-    except OSError as e:
-        raise FileProblem(f"{option} {path}: {e.strerror or e}") from None
-    if not existing.is_dir():
-        raise FileProblem(f"{option} {path}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise FileProblem(f"{option} {path}: {existing} is not writable")
+    _writable(path, option, path)
     if create:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise FileProblem(f"{option} {path}: cannot create it ({e.strerror or e})") from None
     return path
+
+
+def _writable(path: Path, option: str, named: Path) -> None:
+    """Refuse ``path`` unless it is, or its nearest existing ancestor is, a writable folder;
+    the messages name ``named``, the path the user gave."""
+    existing = path
+    try:
+        while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():  # a dangling link
+                raise FileProblem(f"{option} {named}: {existing} is a broken symbolic link")
+            existing = existing.parent
+    except OSError as e:
+        raise FileProblem(f"{option} {named}: {e.strerror or e}") from None
+    if not existing.is_dir():
+        raise FileProblem(f"{option} {named}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise FileProblem(f"{option} {named}: {existing} is not writable")
+    _probe(existing, option, named)
+
+
+def _probe(folder: Path, option: str, path: Path) -> None:
+    """Create and drop a file in ``folder``: ``os.access`` trusts the mode bits, which root
+    ignores, and /proc or a full or read-only file system may refuse what they allow."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".isrcheck-probe-"):
+            pass
+    except OSError as e:
+        raise FileProblem(f"{option} {path}: cannot write in {folder} ({e.strerror or e})") from None
 
 
 def _check_names(path: Path, option: str) -> None:
@@ -140,13 +162,16 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     file whole. A symbolic link is followed (its target is replaced); anything but a
     regular file or nothing at the target is refused, never replaced."""
     path = Path(path)
-    target = path.resolve() if path.is_symlink() else path
+    target = followed(path) or path
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         mode = None
+    if mode is None and target != path:
+        raise FileProblem(f"{path} is a symbolic link to {target}, which does not exist: refused to write through it")
     if mode is not None and not stat.S_ISREG(mode):
-        raise FileProblem(f"{path} is not a regular file: refused to replace it")
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise FileProblem(f"{path} is {what}: refused to replace it")
     if isinstance(data, str):
         data = data.encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -168,3 +193,21 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def followed(path: str | os.PathLike) -> Path | None:
+    """The file a symbolic link at ``path`` leads to (what a write replaces), None for no link."""
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13, OSError after
+        raise FileProblem(f"{path} is a symbolic link that leads back to itself") from None
+
+
+def write_failure(path: str | os.PathLike, e: OSError | FileProblem) -> str:
+    """One line on a write that failed: a FileProblem says it all, an OSError gets the path."""
+    if isinstance(e, FileProblem):
+        return str(e)
+    return f"cannot write {path}: {e.strerror or e}"
