@@ -10,20 +10,32 @@ its fields. ``None`` is written as the specification's ``"NONE"`` for a broker a
 too, and checked on reading: a broker's ``alive`` (no crash mark), the quorum's leader
 and epoch (the newest request's), ``nextLeaderEpoch`` (how many requests were sent).
 Each state's ``#meta`` holds the action that produced it, name and parameters.
+
+Reading is bounded (``isrcheck.files``: size, nesting, digits) and checks every value's
+type before use; the configuration is validated, exact types included, and refused
+when its tables would be too big to build, before any model is built from it. No
+schema beyond that: ``view_data.load_checked`` accepts a trace only if its JSON is
+what ``to_itf`` writes for its replay (whitespace and the order of a set's members
+aside), which refuses every edit a schema would, and those no schema can see.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path as FilePath
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
-from isrcheck import MODEL_VERSION, __version__
+import psutil
+
+from isrcheck import MODEL_VERSION
+from isrcheck.files import FileProblem, parse_json, read_bounded
 from isrcheck.model import ModelConfig, Record, Request
 from isrcheck.model.actions import Action
 from isrcheck.model.config import ConfigError
 from isrcheck.model.kafka import KAFKA
-from isrcheck.model.schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind
+from isrcheck.model.layout import layout_bytes
+from isrcheck.model.machine import gigabytes
+from isrcheck.model.schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema
 
 from .trace import Step, Trace, TraceError
 
@@ -77,11 +89,15 @@ def _from_json(f: Field, v: Any) -> Any:
 
 
 def _int(v: Any) -> int:
-    if isinstance(v, dict) and "#bigint" in v:
-        v = int(v["#bigint"])
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TraceError(f"expected an integer, found {v!r}")
+    if type(v) is not int:
+        raise TraceError(f"expected an integer, found {_shown(v)}")
     return v
+
+
+def _shown(v: Any) -> str:
+    """A value from the file, cut short: an error line quotes it, never the whole of it."""
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _opt_int(v: Any, none: Any) -> int | None:
@@ -90,13 +106,13 @@ def _opt_int(v: Any, none: Any) -> int | None:
 
 def _ints(v: Any) -> frozenset[int]:
     if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
-        raise TraceError(f"expected a set, found {v!r}")
+        raise TraceError(f"expected a set, found {_shown(v)}")
     return frozenset(_int(x) for x in v["#set"])
 
 
 def _map(v: Any) -> dict[int, Any]:
     if not isinstance(v, dict) or not isinstance(v.get("#map"), list):
-        raise TraceError(f"expected a map, found {v!r}")
+        raise TraceError(f"expected a map, found {_shown(v)}")
     return {_int(k): val for k, val in v["#map"]}
 
 
@@ -195,7 +211,7 @@ def to_itf(trace: Trace) -> dict[str, Any]:
             "format-description": FORMAT_DESCRIPTION,
             "source": "isrcheck",
             "isrcheck": {
-                "version": __version__,
+                "version": trace.written_by,
                 "model_version": trace.model_version,
                 "config": trace.config.as_dict(),
                 "property": trace.property_name,
@@ -209,27 +225,30 @@ def to_itf(trace: Trace) -> dict[str, Any]:
 
 
 def save(trace: Trace, path: str | FilePath) -> FilePath:
-    path = FilePath(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_itf(trace), indent=1) + "\n")
-    tmp.replace(path)
-    return path
+    """Write the trace atomically into a regular file (a link is followed, a device refused);
+    OSError or files.FileProblem propagates for the caller to report."""
+    from isrcheck.files import atomic_write  # here: the rest of this module reads, only save writes
+
+    return atomic_write(path, json.dumps(to_itf(trace), indent=1) + "\n")
+
+
+def read(path: str | FilePath) -> Any:
+    """A trace file's JSON, read with its size and nesting bounded; TraceError (one line) otherwise."""
+    try:
+        raw = read_bounded(path, "trace")
+    except FileProblem as e:
+        raise TraceError(str(e)) from None
+    try:
+        return parse_json(raw.decode("utf-8"), str(path))
+    except UnicodeDecodeError:
+        raise TraceError(f"{path} is not a text file") from None
+    except FileProblem as e:
+        raise TraceError(str(e)) from None
 
 
 def load(path: str | FilePath) -> Trace:
     """Read an ITF trace written by isrcheck; raise TraceError with one line on any defect."""
-    path = FilePath(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise TraceError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise TraceError(f"{path} is not a text file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"{path} is not JSON (line {e.lineno}: {e.msg})") from None
+    data = read(path)
     try:
         return from_itf(data)
     except TraceError as e:
@@ -237,36 +256,82 @@ def load(path: str | FilePath) -> Trace:
 
 
 def from_itf(data: Any) -> Trace:
-    try:
-        meta = data["#meta"]["isrcheck"]
-        states = data["states"]
-    except (KeyError, TypeError):
-        raise TraceError("not an isrcheck ITF trace (no #meta.isrcheck or states)") from None
-    version = str(meta.get("model_version"))
-    if version != MODEL_VERSION:
-        raise TraceError(f"trace was written by model version {version}, this isrcheck reads version {MODEL_VERSION}")
-    try:
-        config = ModelConfig.from_dict(meta["config"]).validate()
-    except (ConfigError, KeyError, TypeError) as e:
-        raise TraceError(f"bad configuration in trace: {e}") from None
-    if not isinstance(states, list) or not states:
+    """The trace in ``data``, every value's type checked; replaying it is ``check_trace``'s work."""
+    meta, states = _parts(data)
+    config = _config(meta.get("config"))
+    if not states:
         raise TraceError("the trace has no states")
     steps = []
     for i, st in enumerate(states):
         try:
+            if not isinstance(st, dict) or not isinstance(st.get("#meta"), dict):
+                raise TraceError("is not an object with a #meta")
             action = _action(st["#meta"].get("action")) if i else None
             steps.append(Step(action, _state_from_itf(st, config)))
         except TraceError as e:
             raise TraceError(f"state {i}: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise TraceError(f"state {i} is malformed ({type(e).__name__}: {e})") from None
-    return Trace(config, tuple(steps), meta.get("property"), meta.get("expectation"), str(meta.get("doc") or ""), version)
+    return Trace(config, tuple(steps), meta["property"], meta["expectation"], meta["doc"], MODEL_VERSION,
+                 meta["version"])
+
+
+# what #meta.isrcheck holds besides the configuration, and the types each may take
+_META = {"version": (str,), "property": (str, type(None)), "expectation": (str, type(None)), "doc": (str,)}
+
+
+def _parts(data: Any) -> tuple[dict[str, Any], list[Any]]:
+    """#meta.isrcheck, its values' types checked, and the states."""
+    top = data.get("#meta") if isinstance(data, dict) else None
+    meta = top.get("isrcheck") if isinstance(top, dict) else None
+    if not isinstance(meta, dict) or "states" not in data:
+        raise TraceError("not an isrcheck ITF trace (no #meta.isrcheck or states)")
+    version = meta.get("model_version")
+    if version != MODEL_VERSION:
+        shown = version if isinstance(version, str) and len(version) <= 40 else _shown(version)
+        raise TraceError(f"trace was written by model version {shown}, this isrcheck reads version {MODEL_VERSION}")
+    for key, types in _META.items():
+        if key not in meta:
+            raise TraceError(f"#meta.isrcheck has no {key}")
+        if type(meta[key]) not in types:
+            raise TraceError(f"#meta.isrcheck.{key} must be {_names(types)}, not {_shown(meta.get(key))}")
+    if not isinstance(data["states"], list):
+        raise TraceError("states must be a list")
+    return meta, data["states"]
+
+
+def _names(types: tuple[type, ...]) -> str:
+    return " or ".join("null" if t is type(None) else t.__name__ for t in types)
+
+
+# each configuration field's types, exactly: true is no number here, nor "yes" a switch
+_CONFIG_TYPES = {name: get_args(hint) or (hint,) for name, hint in get_type_hints(ModelConfig).items()}
+
+
+def _config(raw: Any) -> ModelConfig:
+    """The trace's configuration, its types exact and its values in range, refused when its
+    tables would be too big to build: all checked before a model is built from it."""
+    if not isinstance(raw, dict):
+        raise TraceError("bad configuration in trace: #meta.isrcheck.config must be an object")
+    for name, value in raw.items():
+        types = _CONFIG_TYPES.get(name)
+        if types is not None and type(value) not in types:
+            raise TraceError(f"bad configuration in trace: {name} must be {_names(types)}, not {_shown(value)}")
+    try:
+        config = ModelConfig.from_dict(raw).validate().require_bounded()
+    except ConfigError as e:
+        raise TraceError(f"bad configuration in trace: {e}") from None
+    need, room = sum(layout_bytes(Schema(KAFKA.fields, config)).values()), psutil.virtual_memory().available
+    if need > room:  # a check-model run could not have built them here either
+        raise TraceError(f"bad configuration in trace: its model's tables would take {gigabytes(need)}, "
+                         f"more than the {gigabytes(room)} of memory free")
+    return config
 
 
 def _action(a: Any) -> Action:
     if not isinstance(a, dict) or not isinstance(a.get("name"), str) or not isinstance(a.get("params"), dict):
         raise TraceError("missing or malformed action in #meta")
     params = a["params"]
-    if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in params.items()):
+    if not all(isinstance(k, str) and type(v) is int for k, v in params.items()):
         raise TraceError("action parameters must be integers")
     return Action(a["name"], tuple(params.items()))

@@ -7,16 +7,23 @@ action produces from the previous state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from isrcheck import MODEL_VERSION
+from isrcheck import MODEL_VERSION, __version__
 from isrcheck.model import Action, ModelConfig, PartitionState, ReplicationModel
 from isrcheck.model.state import EncodeError
 from isrcheck.properties import verdict
 
 
 class TraceError(ValueError):
-    """A trace that cannot be read or does not replay; the message is one line."""
+    """A trace that cannot be read or does not replay; the message is one line, and short:
+    what it quotes from a file (an action's name, a value) is cut at ``MAX_MESSAGE``."""
+
+    MAX_MESSAGE = 600
+
+    def __init__(self, message: str) -> None:
+        cut = self.MAX_MESSAGE
+        super().__init__(message if len(message) <= cut else message[: cut - 3] + "...")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,7 @@ class Trace:
     expectation: str | None = None  # "always": a counterexample; "sometimes": a witness
     doc: str = ""
     model_version: str = MODEL_VERSION
+    written_by: str = __version__  # the isrcheck release that wrote it: kept, so that a re-encoding matches
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -52,10 +60,15 @@ def trace_from_path(
 ) -> Trace:
     """Decode a path of packed states (checked to replay first)."""
     check_packed_replay(model, states, actions)
+    return _decoded(model, states, actions, Trace(model.config, (), property_name, expectation, doc))
+
+
+def _decoded(model: ReplicationModel, states, actions, like: Trace) -> Trace:
+    """``like`` with its steps the model's decoding of a path that replays."""
     steps = [Step(None, model.decode(states[0]))]
     for a, s in zip(actions, states[1:]):
         steps.append(Step(model.describe(a), model.decode(s)))
-    return Trace(model.config, tuple(steps), property_name, expectation, doc)
+    return replace(like, config=model.config, steps=tuple(steps))
 
 
 def check_packed_replay(model: ReplicationModel, states, actions) -> None:
@@ -70,11 +83,21 @@ def check_packed_replay(model: ReplicationModel, states, actions) -> None:
 
 def replay(trace: Trace, model: ReplicationModel | None = None) -> list[int]:
     """Re-execute a readable trace on its model; return the packed states or raise TraceError."""
+    return _replay_path(trace, model or ReplicationModel(trace.config))[0]
+
+
+def replayed(trace: Trace, model: ReplicationModel) -> tuple[Trace, list[int]]:
+    """The trace as the model itself decodes the path it replays, and its packed states:
+    what is shown and re-encoded comes from the model, not from the file read."""
+    packed, actions = _replay_path(trace, model)
+    return _decoded(model, packed, actions, trace), packed
+
+
+def _replay_path(trace: Trace, model: ReplicationModel) -> tuple[list[int], list[int]]:
     if trace.model_version != MODEL_VERSION:
         raise TraceError(
             f"trace was written by model version {trace.model_version}, this isrcheck has {MODEL_VERSION}"
         )
-    model = model or ReplicationModel(trace.config)
     packed = []
     for i, step in enumerate(trace.steps):
         try:
@@ -94,4 +117,4 @@ def replay(trace: Trace, model: ReplicationModel | None = None) -> list[int]:
     if trace.steps[0].action is not None:
         raise TraceError("state 0 must have no action")
     check_packed_replay(model, packed, actions)
-    return packed
+    return packed, actions

@@ -9,8 +9,10 @@ facts here keeps the two views from disagreeing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
 from isrcheck.model.kafka import KAFKA
@@ -18,32 +20,41 @@ from isrcheck.properties import BY_NAME, verdict
 
 from . import itf
 from .narrate import describe_step, diagnose, explain_witness, short_step
-from .trace import Trace, TraceError, replay
+from .trace import Trace, TraceError, replayed
 
 # Outcome of the last step: an ``always`` property breaks there, a ``sometimes`` one is witnessed.
 VIOLATED, WITNESSED = "violated", "witnessed"
 
 
 def load_checked(path: str | Path) -> Trace:
-    """Read an ITF trace and refuse it, with one line, unless it is safe to show."""
-    trace = itf.load(path)
+    """Read an ITF trace and refuse it, with one line, unless it is safe to show: it replays,
+    first breaks (or witnesses) the property it names at its last state, and its JSON is
+    what isrcheck writes for that replay, so that an edit the replay cannot see (the
+    configuration, ``vars``, an ``index``, the doc) is refused too."""
+    data = itf.read(path)
     try:
-        return check_trace(trace)
+        trace = check_trace(itf.from_itf(data))
+        where = first_difference(itf.to_itf(trace), data)
     except TraceError as e:
         raise TraceError(f"{path}: {e}") from None
+    if where:
+        raise TraceError(f"{path}: {where}: the file was edited")
+    return trace
 
 
 def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
-    """Replay the trace and check its property claim; return it with the catalogue's doc.
+    """Replay the trace and check its property claim; return the model's own decoding of
+    it, with the catalogue's expectation and doc.
 
     A trace that replays but whose last state does not break (or witness) the property
-    it names was cut or edited: showing it would mark the wrong step.
+    it names was cut or edited: showing it would mark the wrong step. So was one where an
+    earlier state already does: a checker stops a path at the first such state.
     """
     model = model or ReplicationModel(trace.config)
-    replay(trace, model)
+    shown, packed = replayed(trace, model)
     name = trace.property_name
     if name is None:
-        return trace
+        return replace(shown, expectation=None, doc="")
     prop = BY_NAME.get(name)
     if prop is None:
         raise TraceError(f"the trace names an unknown property {name!r}")
@@ -51,11 +62,60 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
         raise TraceError(f"the trace calls {name} {trace.expectation!r}, but it is an {prop.expectation!r} property")
     if not prop.applies(trace.config):
         raise TraceError(f"property {name} does not apply to the trace's configuration")
-    holds = prop.reference(model, trace.steps[-1].state)
-    if not verdict.decides(prop, holds):
-        word = "violate" if verdict.always(prop) else "witness"
+    holds = prop.derived(model)
+    deciding = [i for i, state in enumerate(packed) if verdict.decides(prop, holds(state))]
+    word, words = ("violate", "violates") if verdict.always(prop) else ("witness", "witnesses")
+    if not deciding or deciding[-1] != len(packed) - 1:
         raise TraceError(f"the last state does not {word} {name}: the trace was cut or edited")
-    return Trace(trace.config, trace.steps, name, prop.expectation, prop.doc, trace.model_version)
+    if deciding[0] != len(packed) - 1:
+        raise TraceError(f"state {deciding[0]} already {words} {name}, yet the trace goes on: it was edited")
+    return replace(shown, expectation=prop.expectation, doc=prop.doc)
+
+
+def first_difference(want: Any, got: Any, path: tuple[str | int, ...] = ()) -> str:
+    """Where the JSON ``got`` (a file's) first departs from ``want`` (isrcheck's encoding),
+    in words naming the state and the variable; '' where they agree. Keys and lists are
+    compared in order; a set's members and a map's entries may come in any order."""
+    if type(want) is not type(got):
+        return f"{_where(path)} is not what its replay writes"
+    if isinstance(want, dict):
+        keys = list(got)
+        for i, key in enumerate(want):
+            if i >= len(keys) or keys[i] != key:
+                return f"{_where(path + (key,))} is missing or out of place"
+            if key in _UNORDERED and type(got[key]) is list:
+                if _canonical(want[key], key) != _canonical(got[key], key):
+                    return f"{_where(path + (key,))} is not what its replay writes"
+            elif found := first_difference(want[key], got[key], path + (key,)):
+                return found
+        return f"{_where(path)} holds a key isrcheck does not write" if len(keys) > len(want) else ""
+    if isinstance(want, list):
+        for i, (w, g) in enumerate(zip(want, got)):
+            if found := first_difference(w, g, path + (i,)):
+                return found
+        return f"{_where(path)} has {len(got)} entries, its replay {len(want)}" if len(want) != len(got) else ""
+    return "" if want == got else f"{_where(path)} is not what its replay writes"
+
+
+_UNORDERED = ("#set", "#map")  # ITF's sets and maps: their members' order means nothing
+
+
+def _canonical(value: Any, key: str = "") -> str:
+    """``value`` as JSON text in one order: a set's members and a map's entries sorted."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_canonical(v, k)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        items = [_canonical(v) for v in value]
+        return "[" + ",".join(sorted(items) if key in _UNORDERED else items) + "]"
+    return json.dumps(value)
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    """``('states', 5, 'replicaLog', '#map', 0)`` as ``state 5: replicaLog.#map[0]``."""
+    if path[:1] == ("states",) and len(path) > 1:
+        return f"state {path[1]}" + (f": {_where(path[2:])}" if len(path) > 2 else "")
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return text or "the file"
 
 
 @dataclass(frozen=True, slots=True)
