@@ -35,7 +35,8 @@ CONFIGS = {
 # The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel,
 # processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
 # function derived from the action definitions instead of the hand-fused one of fused.py);
-# "tables" is the time to build the model's tables (and the vector kernel's), before the search.
+# "tables" is the time to build the model's tables (and the vector kernel's), before the search;
+# --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does).
 CHILD = r"""
 import json, os, resource, sys, time
 from click.core import ParameterSource
@@ -70,7 +71,7 @@ tables = time.perf_counter() - t
 baseline = current_rss()
 t, cpu = time.perf_counter(), time.process_time()
 run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
-               engine_args=engine_args)
+               engine_args=engine_args, checkpoint_dir=p["checkpoint_dir"])
 result = run_check(run).result
 s = result.stats
 wall = time.perf_counter() - t

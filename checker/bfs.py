@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 from array import array
-from typing import Callable, Sequence
+from typing import Any, Sequence
 
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, checkpoint_failure, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
@@ -49,10 +49,11 @@ def vector_kernel_for(model: SearchModel, properties: Sequence[Property], option
 
 class BfsEngine:
     """``kernel="vector"`` runs ``bfs_vector.py`` where the model has a vector kernel that
-    covers the properties and no checkpoint is involved; the scalar loop otherwise. The
+    covers the properties (and a resumed checkpoint is the vector kernel's); the scalar
+    loop otherwise. The
     result's ``kernel`` and ``kernel_note`` say which ran and why. ``workers`` is
     threads for the vector kernel (its default: up to 2) and processes for the scalar
-    one (``bfs_parallel.py``; its default: 1, and checkpoints always run in one process)."""
+    one (``bfs_parallel.py``; its default: 1, and scalar checkpoints run in one process)."""
 
     name = "bfs"
 
@@ -67,30 +68,30 @@ class BfsEngine:
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,
-        resume: SearchState | None = None,
-        checkpoint: Callable[[SearchState], None] | None = None,
+        saving: Any = None,
     ) -> CheckResult:
-        """Search; ``resume`` continues a saved search, ``checkpoint`` is called with the
-        search state at level ends, every ``options.checkpoint_every`` seconds, and at the end."""
+        """Search; ``saving`` (``saving.BfsSaving``) resumes a saved search and saves
+        this one: the vector kernel at level ends, the scalar one at level ends and every
+        ``options.checkpoint_every`` seconds; both at the end."""
         observer = observer or Observer()
         note = ""
-        if self.kernel == "vector":
-            if resume is not None or checkpoint is not None:
-                kernel, note = None, "checkpoints are written by the scalar kernel"
-            else:
-                kernel, note = vector_kernel_for(model, properties, options)
+        if self.kernel == "vector" and saving is not None and saving.resuming and not saving.vector_saved:
+            note = "resumed with the scalar kernel that wrote the checkpoint"
+        elif self.kernel == "vector":
+            kernel, note = vector_kernel_for(model, properties, options)
             if kernel is not None:
                 from .bfs_vector import VectorSearch
 
-                search = VectorSearch(model, kernel, properties, options, observer, self.workers)
+                search = VectorSearch(model, kernel, properties, options, observer, self.workers, saving=saving)
                 result = search.run()
                 result.kernel, result.workers = "vector", search.workers
                 return result
-        if (self.workers or 1) > 1 and resume is None and checkpoint is None:
+        if (self.workers or 1) > 1 and saving is None:
             from .bfs_parallel import ParallelBfsEngine
 
             result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
         else:
+            resume, checkpoint = saving.scalar((model.layout.state_bits + 7) // 8) if saving else (None, None)
             result = _Search(model, properties, options, observer, resume, checkpoint).run()
         result.kernel, result.kernel_note = "scalar", note
         return result
@@ -195,7 +196,9 @@ class _Search:
                     now = time.monotonic()
                     if next_checkpoint is not None and now >= next_checkpoint:
                         st.cursor, st.generated, st.elapsed = i, generated, now - started
-                        self.checkpoint(st)
+                        stop = self._save()
+                        if stop:
+                            break
                         next_checkpoint = time.monotonic() + every
                     if now >= next_report:
                         next_report = now + opts.progress_interval
@@ -207,13 +210,24 @@ class _Search:
             if i == level_end and len(states) > level_end:
                 st.level_ends.append(len(states))
                 st.elapsed = time.monotonic() - started
-                if self.checkpoint is not None:
-                    self.checkpoint(st)
+                failed = self._save()
+                stop = stop or failed
         st.generated = generated
         st.elapsed = time.monotonic() - started
-        if self.checkpoint is not None:
-            self.checkpoint(st)
+        failed = self._save()
+        stop = stop or failed
         return self._result(stop)
+
+    def _save(self) -> str:
+        """Checkpoint the search; a failure to write stops it cleanly: returns the reason."""
+        if self.checkpoint is None:
+            return ""
+        try:
+            self.checkpoint(self.st)
+        except OSError as e:
+            self.checkpoint = None
+            return checkpoint_failure(e)
+        return ""
 
     def _result(self, stop: str) -> CheckResult:
         st = self.st

@@ -33,14 +33,14 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, checkpoint_failure, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
@@ -110,6 +110,7 @@ class VectorSearch:
         observer: Observer | None = None,
         workers: int | None = None,
         chunk: int = CHUNK,
+        saving: Any = None,
     ) -> None:
         self.model, self.kernel = model, kernel
         self.properties = list(properties)
@@ -129,8 +130,10 @@ class VectorSearch:
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
         self.pending: list[tuple[str, BatchPredicate, bool]] = []
         self.generated = 0
+        self.generated_at_level_end = 0  # what a checkpoint saves: a resume redoes the level it was in
         self.full_states = 0
         self.stop = ""
+        self.resumed, self.saver = saving.vector(kernel.words, kernel.action_dtype) if saving else (None, None)
 
     # ---- one chunk, in a worker thread ----------------------------------------------------
     def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> _New:
@@ -224,21 +227,40 @@ class VectorSearch:
             if len(rows):
                 self.found[name] = (depth, int(rows[0]))
         self.pending = [p for p in self.pending if p[0] not in self.found]
+        self.generated_at_level_end = self.generated
+
+    def _restore(self) -> None:
+        """Continue a saved search: its levels as saved; the visited set and the frontier
+        derived from them exactly as ``_store`` built them (fingerprints are unique)."""
+        saved, kernel = self.resumed, self.kernel
+        self.keys, self.parents, self.actions = saved.keys, saved.parents, saved.actions
+        self.generated = self.generated_at_level_end = saved.generated
+        self.full_states, self.found = saved.full_states, dict(saved.found)
+        fps = [kernel.fingerprints(k) for k in self.keys]
+        self.visited = np.sort(np.concatenate(fps))
+        order = np.argsort(fps[-1], kind="stable")
+        self.frontier, self.frontier_rows = self.keys[-1][:, order], order.astype(np.int64)
 
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
         opts, observer, kernel = self.options, self.observer, self.kernel
-        started = time.monotonic()
+        started = time.monotonic() - (self.resumed.elapsed if self.resumed else 0.0)
         limits = Limits(opts, started)
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
-        init = kernel.initial_keys()
-        self.generated = n = init.shape[1]
-        self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
+        exhausted = False
+        if self.resumed is not None:
+            self._restore()
+            self.pending = [p for p in self.pending if p[0] not in self.found]
+            exhausted = self.resumed.exhausted
+        else:
+            init = kernel.initial_keys()
+            self.generated = n = init.shape[1]
+            self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
+            self._save(started)
         next_report = started + opts.progress_interval
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
-        exhausted = False
         try:
-            while opts.explore_all or self.pending:
+            while not exhausted and (opts.explore_all or self.pending):
                 if opts.max_depth is not None and len(self.keys) >= opts.max_depth:
                     break
                 parts = self._next_level(pool, limits)
@@ -246,8 +268,12 @@ class VectorSearch:
                     break
                 if not any(len(p.fp) for p in parts):
                     exhausted = True
+                    self.generated_at_level_end = self.generated  # the last level is expanded
                     break
                 self._store(parts, pool)
+                self._save(started)
+                if self.stop:
+                    break
                 now = time.monotonic()
                 if now >= next_report:
                     next_report = now + opts.progress_interval
@@ -257,7 +283,17 @@ class VectorSearch:
         finally:
             if pool:
                 pool.shutdown(cancel_futures=True)
+        self._save(started, exhausted)
         return self._result(time.monotonic() - started, exhausted)
+
+    def _save(self, started: float, exhausted: bool = False) -> None:
+        """Checkpoint the levels done; a failure to write stops the search cleanly, saying why."""
+        if self.saver is None:
+            return
+        try:
+            self.saver.save(self, time.monotonic() - started, exhausted)
+        except OSError as e:
+            self.stop, self.saver = self.stop or checkpoint_failure(e), None
 
     @property
     def states(self) -> int:

@@ -13,24 +13,32 @@ on disk; bytes past the manifest's lengths are ignored and trimmed on resume.
 Reading checks everything before anything is written, so a refused checkpoint is
 left as it was.
 
-The manifest's frame (format, versions, identity), its atomic writing and its
-checks are shared with the Spark engine's checkpoints (``spark_checkpoint``).
+The manifest's frame (format, versions, identity, a checksum of its own content),
+its atomic writing and its checks are shared with the vector kernel's checkpoints
+(``checkpoint_vector``) and the Spark engine's (``spark_checkpoint``). The checksum
+makes an edited manifest (a cursor set back, a negative elapsed time) a refused one;
+the fields are also checked by type and range, so that even a manifest whose
+checksum was recomputed cannot make a resume loop or misread its data.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import zlib
 from array import array
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from isrcheck import MODEL_VERSION, __version__
+from isrcheck.files import FileProblem, atomic_write, load_json
 
 from .bfs import SearchState
 
-FORMAT = "isrcheck-checkpoint-1"
+FORMAT = "isrcheck-checkpoint-2"
 MANIFEST = "manifest.json"
 FILES = ("states.bin", "parents.bin", "actions.bin")
 CHUNK = 1 << 16  # states encoded at a time
@@ -87,7 +95,7 @@ class CheckpointWriter:
             "found": st.found,
             "elapsed": st.elapsed,
         }
-        atomic_write(self.folder / MANIFEST, json.dumps(manifest, indent=1).encode())
+        write_manifest(self.folder, manifest)
 
     def _encode(self, name: str, st: SearchState, lo: int, hi: int) -> bytes:
         if name == "states.bin":
@@ -109,19 +117,14 @@ def header(fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
     return {"format": fmt, "isrcheck_version": __version__, "model_version": MODEL_VERSION, **ident}
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` so that a kill at any moment leaves the old or the new file whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """Replace the folder's manifest atomically, sealed with the checksum of its content."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    atomic_write(Path(folder) / MANIFEST, json.dumps({**body, "checksum": _seal(body)}, indent=1).encode())
+
+
+def _seal(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, Any]]:
@@ -129,51 +132,105 @@ def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, An
     folder = Path(folder)
     m = read_manifest(folder, FORMAT, ident)
     mpath = folder / MANIFEST
-    try:
-        n = int(m["states"])
-        width = int(m["state_bytes"])
+    with malformed(mpath):
+        n, width = count(m, "states"), count(m, "state_bytes", 1, 64)
         st = SearchState.__new__(SearchState)
-        st.parents = array(m["parent_type"])
-        st.actions = array(m["action_type"])
+        st.parents = array(_typecode(m, "parent_type", "il"))
+        st.actions = array(_typecode(m, "action_type", "HI"))
+        st.level_ends = [whole(x, "a level end", 1, n) for x in _list(m, "level_ends")]
+        st.cursor = count(m, "cursor", 0, n)
+        st.generated = count(m, "generated")
+        st.found = found_states(m, lambda index: whole(index, "a deciding state", 0, n - 1))
+        st.elapsed = seconds(m)
         sizes = {"states.bin": width, "parents.bin": st.parents.itemsize, "actions.bin": st.actions.itemsize}
-        blobs = {}
-        for name in FILES:
-            with open(folder / name, "rb") as f:
-                data = f.read(n * sizes[name])
-            if len(data) != n * sizes[name]:
-                raise CheckpointError(f"checkpoint in {folder} is truncated: {name} is shorter than the manifest says")
-            if zlib.crc32(data) != int(m["crc"][name]):
-                raise CheckpointError(f"checkpoint in {folder} is corrupted: {name} does not match its checksum")
-            blobs[name] = data
-        raw = blobs["states.bin"]
-        st.states = [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)]
-        st.parents.frombytes(blobs["parents.bin"])
-        st.actions.frombytes(blobs["actions.bin"])
-        st.level_ends = [int(x) for x in m["level_ends"]]
-        st.cursor = int(m["cursor"])
-        st.generated = int(m["generated"])
-        st.found = {str(k): int(v) for k, v in m["found"].items()}
-        st.elapsed = float(m["elapsed"])
-    except CheckpointError:
-        raise
-    except FileNotFoundError as e:
-        raise CheckpointError(f"checkpoint in {folder} is incomplete: {Path(e.filename).name} is missing") from None
-    except (KeyError, TypeError, ValueError, OSError) as e:
-        raise CheckpointError(f"checkpoint manifest {mpath} is malformed ({type(e).__name__}: {e})") from None
-    if not (0 <= st.cursor <= n and st.level_ends and st.level_ends[-1] <= n):
-        raise CheckpointError(f"checkpoint manifest {mpath} is inconsistent")
+        blobs = {name: _read_checked(folder, name, n * sizes[name], m) for name in FILES}
+    ends = st.level_ends or [0]
+    level_start = ends[-2] if len(ends) > 1 else 0  # the cursor is inside the level being expanded
+    if not st.level_ends or ends != sorted(set(ends)) or not level_start <= st.cursor <= ends[-1]:
+        raise CheckpointError(f"checkpoint manifest {mpath} is inconsistent: its levels and cursor do not fit together")
+    raw = blobs["states.bin"]
+    st.states = [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)]
+    st.parents.frombytes(blobs["parents.bin"])
+    st.actions.frombytes(blobs["actions.bin"])
     return st, m
 
 
+def _read_checked(folder: Path, name: str, size: int, m: dict[str, Any]) -> bytes:
+    try:
+        with open(folder / name, "rb") as f:
+            data = f.read(size)
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
+    except OSError as e:
+        raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
+    if len(data) != size:
+        raise CheckpointError(f"checkpoint in {folder} is truncated: {name} is shorter than the manifest says")
+    if zlib.crc32(data) != count(m["crc"], name, 0, 2**32 - 1):
+        raise CheckpointError(f"checkpoint in {folder} is corrupted: {name} does not match its checksum")
+    return data
+
+
+# ---- the manifest's fields, checked by type and range -----------------------------------------
+@contextmanager
+def malformed(mpath: Path) -> Iterator[None]:
+    """A block in which a missing or mistyped manifest field becomes one CheckpointError line."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except KeyError as e:
+        raise CheckpointError(f"checkpoint manifest {mpath} is malformed (no field {e})") from None
+    except (TypeError, ValueError, AttributeError) as e:
+        raise CheckpointError(f"checkpoint manifest {mpath} is malformed ({' '.join(str(e).split())[:120]})") from None
+
+
+def count(m: dict[str, Any], key: str, low: int = 0, high: int = 2**62) -> int:
+    """``m[key]`` if it is an int (not a bool) in [low, high]; ValueError otherwise."""
+    return whole(m[key], key, low, high)
+
+
+def whole(value: Any, what: str, low: int = 0, high: int = 2**62) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise ValueError(f"{what} is {str(value)[:40]!r}, not a whole number from {low} to {high}")
+    return value
+
+
+def seconds(m: dict[str, Any]) -> float:
+    value = m["elapsed"]
+    if type(value) not in (int, float) or not (math.isfinite(value) and 0 <= value < 10**9):
+        raise ValueError(f"elapsed is {str(value)[:40]!r}, not a number of seconds")
+    return float(value)
+
+
+def found_states(m: dict[str, Any], where) -> dict[str, Any]:
+    """The manifest's property -> deciding state map, each location read by ``where``."""
+    found = m["found"]
+    if not isinstance(found, dict) or not all(isinstance(k, str) for k in found):
+        raise ValueError("found is not a map from property names")
+    return {name: where(value) for name, value in found.items()}
+
+
+def _list(m: dict[str, Any], key: str) -> list:
+    if not isinstance(m[key], list):
+        raise ValueError(f"{key} is not a list")
+    return m[key]
+
+
+def _typecode(m: dict[str, Any], key: str, allowed: str) -> str:
+    if m[key] not in tuple(allowed):
+        raise ValueError(f"{key} is {str(m[key])[:10]!r}")
+    return m[key]
+
+
 def read_manifest(folder: Path, fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
-    """The manifest in ``folder`` if it is of format ``fmt`` and for this run; else CheckpointError."""
+    """The manifest in ``folder`` if it is of format ``fmt``, unedited and for this run; else CheckpointError."""
     mpath = Path(folder) / MANIFEST
     if not mpath.exists():
         raise CheckpointError(f"no checkpoint in {folder} (no {MANIFEST})")
     try:
-        m = json.loads(mpath.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"checkpoint manifest {mpath} is unreadable or corrupted ({type(e).__name__})") from None
+        m = load_json(mpath, "checkpoint manifest", limit=256 << 20)
+    except FileProblem as e:
+        raise CheckpointError(f"{e} (unreadable or corrupted)") from None
     saved = m.get("options") if isinstance(m, dict) else None
     engine = ident["options"].get("engine")
     if isinstance(saved, dict) and str(m.get("format", "")).startswith("isrcheck-") and saved.get("engine") != engine:
@@ -181,21 +238,25 @@ def read_manifest(folder: Path, fmt: str, ident: dict[str, Any]) -> dict[str, An
             f"checkpoint in {folder} was written by --engine {saved.get('engine')}; this run uses --engine {engine}"
         )
     if not isinstance(m, dict) or m.get("format") != fmt:
-        raise CheckpointError(f"{mpath} is not an isrcheck checkpoint manifest")
+        raise CheckpointError(f"{mpath} is not an isrcheck checkpoint manifest of this kind ({fmt})")
     if m.get("model_version") != MODEL_VERSION:
         raise CheckpointError(
             f"checkpoint was written for model version {m.get('model_version')} by isrcheck "
             f"{m.get('isrcheck_version')}; this isrcheck has model version {MODEL_VERSION}"
         )
+    if m.get("checksum") != _seal({k: v for k, v in m.items() if k != "checksum"}):
+        raise CheckpointError(f"checkpoint manifest {mpath} was edited or corrupted: its checksum does not match")
     for key in ("config", "options"):
         if m.get(key) != ident[key]:
-            diff = _first_difference(m.get(key) or {}, ident[key])
+            diff = _first_difference(m.get(key), ident[key])
             raise CheckpointError(f"checkpoint in {folder} is for another run: {diff}")
     return m
 
 
-def _first_difference(saved: dict, now: dict) -> str:
+def _first_difference(saved: Any, now: dict) -> str:
+    if not isinstance(saved, dict) or not all(isinstance(k, str) for k in saved):
+        return "its manifest does not describe a run"
     for key in sorted(set(saved) | set(now)):
         if saved.get(key) != now.get(key):
-            return f"{key} was {saved.get(key)!r} there and is {now.get(key)!r} now"
+            return f"{key} was {str(saved.get(key))[:60]!r} there and is {now.get(key)!r} now"
     return "they differ"

@@ -14,8 +14,9 @@ import pytest
 from .clitools import command, run_cli, run_json, summary
 
 # kip-279 at rf 3: two violations to find (11 states each) and ~270k states with
-# symmetry, so a run lasts a few seconds and crosses many levels.
-RUN = ["--core", "--protocol", "kip-279", "--rf", "3", "--symmetry", "--continue", "--no-progress"]
+# symmetry, so a run lasts a few seconds and crosses many levels. The scalar kernel's
+# checkpoints (the vector kernel's: test_checkpoint_vector.py).
+RUN = ["--core", "--protocol", "kip-279", "--rf", "3", "--symmetry", "--continue", "--no-progress", "--kernel", "scalar"]
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +101,13 @@ def test_a_memory_limit_with_room_to_spare_lets_the_run_finish(tmp_path):
 def saved(tmp_path):
     """A small finished checkpoint and the files' bytes, to check nothing is overwritten."""
     ck = tmp_path / "ck"
-    args = ["--core", "--rf", "2", "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck)]
+    args = ["--core", "--rf", "2", "--kernel", "scalar", "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck)]
     assert run_cli("check-model", *args).returncode == 0
     return ck, {p.name: p.read_bytes() for p in ck.iterdir()}
 
 
 def resume_small(ck: Path, *extra: str):
-    return run_cli("check-model", "--core", "--rf", "2", *extra, "--resume", str(ck))
+    return run_cli("check-model", "--core", "--rf", "2", "--kernel", "scalar", *extra, "--resume", str(ck))
 
 
 def assert_refused(proc, ck: Path, before: dict, words: str) -> None:
@@ -156,7 +157,7 @@ def test_a_checkpoint_of_another_model_version_is_refused(saved):
 
 def test_checkpointing_into_a_folder_that_holds_one_is_refused(saved):
     ck, before = saved
-    proc = run_cli("check-model", "--core", "--rf", "2", "--checkpoint", str(ck))
+    proc = run_cli("check-model", "--core", "--rf", "2", "--kernel", "scalar", "--checkpoint", str(ck))
     assert_refused(proc, ck, before, "already holds a checkpoint")
 
 
@@ -171,7 +172,8 @@ def test_resuming_into_another_checkpoint_folder_is_refused(saved, tmp_path):
 
 def test_resuming_a_finished_search_gives_its_result_again(saved, tmp_path):
     ck, _ = saved
-    code, report = run_json("--core", "--rf", "2", "--resume", str(ck), "--trace-dir", str(tmp_path / "t2"))
+    code, report = run_json("--core", "--rf", "2", "--kernel", "scalar", "--resume", str(ck),
+                            "--trace-dir", str(tmp_path / "t2"))
     assert code == 0
     assert report["complete"] and report["exhausted"]
     assert report["states"] == 2_987  # kip-320 at rf 2 with symmetry: 5,973 before reduction

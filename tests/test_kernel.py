@@ -13,7 +13,7 @@ import pickle
 import numpy as np
 import pytest
 
-from isrcheck.checker import BfsEngine, CheckOptions, Observer
+from isrcheck.checker import BfsEngine, CheckOptions, Observer, checkpoint, saving
 from isrcheck.checker.bfs import _Search
 from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.model import REVISIONS, ModelConfig, ReplicationModel
@@ -295,8 +295,13 @@ def test_the_vector_kernel_falls_back_to_scalar_where_it_does_not_apply(tmp_path
     result = engine.check(ReplicationModel(wide), select(wide), CheckOptions(max_depth=3))
     assert result.kernel == "scalar" and "MiB" in result.kernel_note  # the table of request sequences
     core = RF2["kip-320"]
-    result = engine.check(ReplicationModel(core), select(core), CheckOptions(), checkpoint=lambda st: None)
-    assert result.kernel == "scalar" and "checkpoint" in result.kernel_note
+    ident = checkpoint.identity(core.as_dict(), {"engine": "bfs"})
+    saved = BfsEngine(kernel="scalar").check(ReplicationModel(core), select(core), CheckOptions(),
+                                             saving=saving.BfsSaving(tmp_path / "ck", ident, resuming=False))
+    resumed = engine.check(ReplicationModel(core), select(core), CheckOptions(),
+                           saving=saving.BfsSaving(tmp_path / "ck", ident, resuming=True))
+    assert resumed.kernel == "scalar" and "scalar kernel that wrote the checkpoint" in resumed.kernel_note
+    assert resumed.stats.states == saved.stats.states
     with pytest.raises(KernelUnsupported, match="MiB"):
         VectorKernel(ReplicationModel(ModelConfig(rf=6, core=True)))
     with pytest.raises(ValueError, match="unknown kernel"):

@@ -1,0 +1,142 @@
+"""Checkpoints of the vector kernel's search: one file per completed level, an atomic manifest.
+
+The vector search (``bfs_vector.py``) works a level at a time and keeps each level
+as three arrays: the states' kernel keys, their parents' rows in the level before,
+and the actions that reached them. Those arrays are the checkpoint: when a level is
+complete its file ``level-NNNNN.bin`` (keys, parents, actions, raw) is written,
+fsynced and listed with its size and CRC-32 in the manifest, which is then replaced
+atomically (``checkpoint.write_manifest``: the frame, sealing and checks every isrcheck
+checkpoint shares). Levels are never rewritten, so a checkpoint costs one write of
+each state's 10 to 20 bytes; the visited set and the frontier are derived from the
+levels on resume, exactly as the search built them.
+
+A kill at any moment leaves the previous manifest or the new one, each listing only
+whole files; a level file the manifest does not list is ignored, and replaced when
+the search reaches that level again. Counters are those of the last complete level,
+so a resumed search redoes at most the level it was in, and counts it once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isrcheck.files import atomic_write
+
+from .checkpoint import MANIFEST, CheckpointError, count, found_states, header, malformed, read_manifest, seconds
+from .checkpoint import whole, write_manifest
+
+FORMAT = "isrcheck-vector-checkpoint-1"
+
+
+def level_name(depth: int) -> str:
+    return f"level-{depth:05d}.bin"
+
+
+@dataclass
+class Levels:
+    """The saved part of a vector search: per level, keys (words, n), parents and actions."""
+
+    keys: list[np.ndarray]
+    parents: list[np.ndarray]
+    actions: list[np.ndarray]
+    generated: int
+    full_states: int
+    found: dict[str, tuple[int, int]]  # property -> (level, row)
+    elapsed: float
+    exhausted: bool  # the last level was expanded and had no new state
+
+
+class VectorCheckpointWriter:
+    """Saves a vector search's completed levels into a folder; ``save`` after each level."""
+
+    def __init__(self, folder: Path, ident: dict[str, Any], levels: list[dict[str, Any]] | None = None) -> None:
+        self.folder = Path(folder)
+        self.ident = ident
+        self.levels: list[dict[str, Any]] = list(levels or [])  # per level: states, size, crc
+
+    def save(self, search: Any, elapsed: float, exhausted: bool = False) -> None:
+        """Write the levels not yet on disk, then the manifest with the search's counters."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for depth in range(len(self.levels), len(search.keys)):
+            parts = (search.keys[depth], search.parents[depth], search.actions[depth])
+            data = b"".join(np.ascontiguousarray(a).tobytes() for a in parts)
+            atomic_write(self.folder / level_name(depth), data)
+            self.levels.append({"states": int(parts[1].shape[0]), "size": len(data), "crc": zlib.crc32(data)})
+        write_manifest(self.folder, {
+            **header(FORMAT, self.ident),
+            "words": int(search.kernel.words),
+            "action_dtype": np.dtype(search.kernel.action_dtype).str,
+            "levels": self.levels,
+            "generated": search.generated_at_level_end,
+            "full_states": search.full_states,
+            "found": {name: [d, row] for name, (d, row) in search.found.items()},
+            "elapsed": elapsed,
+            "exhausted": exhausted,
+        })
+
+
+def load(folder: Path, ident: dict[str, Any], words: int, action_dtype: Any) -> tuple[Levels, list[dict[str, Any]]]:
+    """Read and verify a vector checkpoint for a kernel of ``words`` key words; CheckpointError if unusable."""
+    folder = Path(folder)
+    m = read_manifest(folder, FORMAT, ident)
+    mpath = folder / MANIFEST
+    with malformed(mpath):
+        if count(m, "words", 1, 64) != words or m["action_dtype"] != np.dtype(action_dtype).str:
+            raise CheckpointError(f"checkpoint in {folder} was written for another key layout")
+        if not isinstance(m["levels"], list) or not m["levels"] or type(m["exhausted"]) is not bool:
+            raise ValueError("levels is not a non-empty list")
+        entries = [_entry(level, words, action_dtype) for level in m["levels"]]
+        sizes = [e["states"] for e in entries]
+
+        def where(value: Any) -> tuple[int, int]:
+            if not isinstance(value, list) or len(value) != 2:
+                raise ValueError("a deciding state is not [level, row]")
+            depth = whole(value[0], "a deciding level", 0, len(sizes) - 1)
+            return depth, whole(value[1], "a deciding row", 0, sizes[depth] - 1)
+
+        saved = Levels([], [], [], count(m, "generated"), count(m, "full_states"), found_states(m, where),
+                       seconds(m), m["exhausted"])
+    for depth, entry in enumerate(entries):
+        _read_level(folder, depth, entry, words, np.dtype(action_dtype), saved, sizes)
+    return saved, entries
+
+
+def _entry(level: Any, words: int, action_dtype: Any) -> dict[str, int]:
+    if not isinstance(level, dict):
+        raise ValueError("a level entry is not a map")
+    n = count(level, "states", 1)
+    size = count(level, "size", 0, 2**48)
+    if size != n * (8 * words + 4 + np.dtype(action_dtype).itemsize):
+        raise ValueError("a level's size does not fit its state count")
+    return {"states": n, "size": size, "crc": count(level, "crc", 0, 2**32 - 1)}
+
+
+def _read_level(folder: Path, depth: int, entry: dict, words: int, action_dtype: np.dtype, saved: Levels,
+                sizes: list[int]) -> None:
+    name = level_name(depth)
+    try:
+        with open(folder / name, "rb") as f:
+            data = f.read(entry["size"] + 1)
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
+    except OSError as e:
+        raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
+    if len(data) != entry["size"]:
+        words_ = "shorter" if len(data) < entry["size"] else "longer"
+        raise CheckpointError(f"checkpoint in {folder} is truncated: {name} is {words_} than the manifest says")
+    if zlib.crc32(data) != entry["crc"]:
+        raise CheckpointError(f"checkpoint in {folder} is corrupted: {name} does not match its checksum")
+    n = entry["states"]
+    keys = np.frombuffer(data, dtype=np.uint64, count=words * n).reshape(words, n)
+    parents = np.frombuffer(data, dtype=np.uint32, count=n, offset=8 * words * n)
+    actions = np.frombuffer(data, dtype=action_dtype, count=n, offset=8 * words * n + 4 * n)
+    if depth and len(parents) and int(parents.max()) >= sizes[depth - 1]:
+        raise CheckpointError(f"checkpoint in {folder} is inconsistent: {name} names a parent that is not there")
+    saved.keys.append(keys.copy())
+    saved.parents.append(parents.copy())
+    saved.actions.append(actions.copy())

@@ -1,0 +1,185 @@
+"""The vector kernel's checkpoints, and manifests that were edited or garbled (issue 17).
+
+The main job (the default release, rf 3, min-isr 2) is killed at random moments while it
+checkpoints on the vector kernel; every resume must give the uninterrupted run's result,
+and the same trace files byte for byte."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from isrcheck.checker import BfsEngine, CheckOptions, checkpoint, checkpoint_vector
+from isrcheck.checker.saving import BfsSaving
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.properties import select
+
+from .clitools import command, run_cli, run_json, summary
+
+MAIN = ["--rf", "3", "--min-isr", "2", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    traces = tmp_path_factory.mktemp("ref")
+    code, report = run_json(*MAIN, "--trace-dir", str(traces))
+    assert report["complete"] and report["kernel"] == "vector"
+    return code, summary(report), {p.name: p.read_bytes() for p in traces.iterdir()}
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14, 15])
+def test_the_main_job_killed_at_a_random_moment_resumes_to_the_uninterrupted_result(tmp_path, reference, seed):
+    code, expected, traces = reference
+    ck, out = tmp_path / "ck", tmp_path / "traces"
+    proc = subprocess.Popen([command("check-model"), *MAIN, "--trace-dir", str(out), "--checkpoint", str(ck)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (ck / "manifest.json").exists():
+        assert proc.poll() is None, f"the run ended before its first checkpoint: {proc.stderr.read()}"
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.01)
+    time.sleep(random.Random(seed).uniform(0.0, 2.0))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    resumed_code, report = run_json(*MAIN, "--trace-dir", str(out), "--resume", str(ck))
+    assert (resumed_code, summary(report), report["kernel"]) == (code, expected, "vector")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == traces
+
+
+def test_a_checkpointed_run_keeps_the_vector_kernel_and_its_result(tmp_path, reference):
+    code, expected, _ = reference
+    ck = tmp_path / "ck"
+    got, report = run_json(*MAIN, "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck))
+    assert (got, summary(report), report["kernel"]) == (code, expected, "vector")
+    manifest = json.loads((ck / "manifest.json").read_text())
+    assert manifest["format"] == checkpoint_vector.FORMAT
+    assert sum(level["states"] for level in manifest["levels"]) == expected["states"]
+    again, report = run_json(*MAIN, "--trace-dir", str(tmp_path / "t"), "--resume", str(ck))
+    assert (again, summary(report)) == (code, expected)  # a finished search resumes to its result
+
+
+# ---- refused checkpoints: one line, exit 2, nothing written -------------------------------------
+SMALL = ["--rf", "2", "--max-records", "1", "--no-progress"]
+
+
+def saved_small(tmp_path: Path, *kernel: str) -> tuple[Path, dict[str, bytes]]:
+    ck = tmp_path / "ck"
+    assert run_cli("check-model", *SMALL, *kernel, "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck)).returncode == 0
+    return ck, {p.name: p.read_bytes() for p in ck.iterdir()}
+
+
+def assert_refused(tmp_path: Path, ck: Path, words: str, *kernel: str) -> None:
+    before = {p.name: p.read_bytes() for p in ck.iterdir()}
+    start = time.monotonic()
+    proc = run_cli("check-model", *SMALL, *kernel, "--trace-dir", str(tmp_path / "t"), "--resume", str(ck))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and words in lines[0], proc.stderr
+    assert time.monotonic() - start < 30
+    assert {p.name: p.read_bytes() for p in ck.iterdir()} == before
+
+
+def edit(ck: Path, change, reseal: bool) -> None:
+    """Change the manifest; ``reseal`` recomputes its checksum, as a careful adversary would."""
+    m = json.loads((ck / "manifest.json").read_text())
+    change(m)
+    if reseal:
+        body = {k: v for k, v in m.items() if k != "checksum"}
+        m["checksum"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    (ck / "manifest.json").write_text(json.dumps(m))
+
+
+# edit -> what the refusal says once the checksum is recomputed (unsealed, it says "edited")
+SCALAR_EDITS = {
+    "cursor set back": (lambda m: m.update(cursor=0), "inconsistent"),
+    "negative elapsed": (lambda m: m.update(elapsed=-1e9), "malformed"),
+    "levels [1, 0]": (lambda m: m.update(level_ends=[1, 0]), "malformed"),
+    "levels out of order": (lambda m: m.update(level_ends=m["level_ends"][::-1]), "inconsistent"),
+    "found as a list": (lambda m: m.update(found=["weak-isr", 3]), "malformed"),
+    "a state count as text": (lambda m: m.update(states=str(m["states"])), "malformed"),
+    "a bool for a count": (lambda m: m.update(generated=True), "malformed"),
+}
+
+
+@pytest.mark.parametrize("reseal", [False, True], ids=["as edited", "checksum recomputed"])
+@pytest.mark.parametrize("case", list(SCALAR_EDITS))
+def test_an_edited_scalar_manifest_is_refused(tmp_path, case, reseal):
+    ck, _ = saved_small(tmp_path, "--kernel", "scalar")
+    change, words = SCALAR_EDITS[case]
+    edit(ck, change, reseal)
+    assert_refused(tmp_path, ck, words if reseal else "edited", "--kernel", "scalar")
+
+
+VECTOR_EDITS = {
+    "negative elapsed": (lambda m: m.update(elapsed=-1e9), "malformed"),
+    "found as a list": (lambda m: m.update(found=[["weak-isr", 3]]), "malformed"),
+    "a row past its level": (lambda m: m.update(found={"weak-isr": [0, 10**6]}), "malformed"),
+    "a level dropped": (lambda m: m["levels"].pop(0), "level-00000.bin"),
+    "a level's size": (lambda m: m["levels"][1].update(size=m["levels"][1]["size"] + 1), "malformed"),
+    "exhausted as text": (lambda m: m.update(exhausted="yes"), "malformed"),
+}
+
+
+@pytest.mark.parametrize("reseal", [False, True], ids=["as edited", "checksum recomputed"])
+@pytest.mark.parametrize("case", list(VECTOR_EDITS))
+def test_an_edited_vector_manifest_is_refused(tmp_path, case, reseal):
+    ck, _ = saved_small(tmp_path)
+    change, words = VECTOR_EDITS[case]
+    edit(ck, change, reseal)
+    assert_refused(tmp_path, ck, words if reseal else "edited")
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000, "[" * 3000 + "]" * 3000, '{"format": ' + "9" * 5000 + "}"],
+                         ids=["unclosed", "deep", "huge number"])
+def test_a_garbled_manifest_body_is_refused_in_one_line(tmp_path, body):
+    ck, _ = saved_small(tmp_path)
+    (ck / "manifest.json").write_text(body)
+    assert_refused(tmp_path, ck, "manifest")
+
+
+def test_a_truncated_or_corrupted_level_file_is_refused(tmp_path):
+    ck, before = saved_small(tmp_path)
+    level = ck / checkpoint_vector.level_name(1)
+    level.write_bytes(before[level.name][:-3])
+    assert_refused(tmp_path, ck, "truncated")
+    data = bytearray(before[level.name])
+    data[0] ^= 0xFF
+    level.write_bytes(bytes(data))
+    assert_refused(tmp_path, ck, "checksum")
+    level.unlink()
+    assert_refused(tmp_path, ck, "missing")
+
+
+def test_a_vector_checkpoint_resumed_on_the_scalar_kernel_is_refused(tmp_path):
+    ck, _ = saved_small(tmp_path)
+    assert_refused(tmp_path, ck, "--kernel vector", "--kernel", "scalar")
+
+
+@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+def test_a_checkpoint_that_cannot_be_written_stops_the_search_cleanly(tmp_path, monkeypatch, kernel):
+    """A full disk in the middle of a run: the search stops with what it found, and says why."""
+    config = ModelConfig(rf=2, max_records=1)
+    model, props = ReplicationModel(config), select(config)
+    ident = checkpoint.identity(config.as_dict(), {"engine": "bfs"})
+    writes = []
+
+    def full_disk(path, data):
+        writes.append(path)
+        if len(writes) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data)
+
+    module = checkpoint_vector if kernel == "vector" else checkpoint
+    real = module.atomic_write
+    monkeypatch.setattr(module, "atomic_write", full_disk)
+    saving = BfsSaving(tmp_path / "ck", ident, resuming=False)
+    result = BfsEngine(kernel=kernel, workers=1).check(model, props, CheckOptions(), saving=saving)
+    assert not result.complete and result.stop_reason == "checkpoint not written (No space left on device)"
+    assert result.kernel == kernel and 0 < result.stats.states
