@@ -5,7 +5,7 @@ job that computes a level, every task writes its partition of the level's new
 states (the sorted keys and their parents, as the engine stores them) to
 ``DIR/level-NNNN/part-PPPPP-of-QQQQQ.pkl`` (temporary file, fsync, rename), and
 returns the file's size and CRC-32 with its summary; once the level is complete
-the driver replaces ``DIR/manifest.json`` atomically (``checkpoint.atomic_write``). The manifest lists every completed
+the driver replaces ``DIR/manifest.json`` atomically (``checkpoint.write_manifest``). The manifest lists every completed
 level with its files, sizes and checksums, and the search's counters (states per
 level, generated, states before symmetry, the deciding state of every property
 found), under the frame every isrcheck checkpoint has (format, versions,
@@ -25,13 +25,19 @@ fingerprint as it is read, so any partition count gives the same search.
 Spark's own checkpoint directory is not used for this: local mode keeps no
 files there, and its files are private to one application.
 
+While a run saves, these files are also its levels' only durable copy: the engine
+reads every completed level back from them (``rebuild``) instead of having Spark
+checkpoint it too, so each level is written once. Partition ``i`` of a level saved
+with the engine's partition count is its file ``i``, read under an empty RDD that
+carries the engine's partitioner (``anchor``): no shuffle, and a block lost with an
+executor is read again from its file by Spark's own lineage.
+
 The functions run on executors import no pyspark (this module is shipped with
 the package).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import shutil
@@ -49,7 +55,7 @@ from .spark_tasks import Record, identity, partition_of, summary_of
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-FORMAT = "isrcheck-spark-checkpoint-1"
+FORMAT = "isrcheck-spark-checkpoint-2"
 READ_BLOCK = 1 << 20
 
 
@@ -147,8 +153,13 @@ class Saved:
 
     def files(self, depth: int) -> list[tuple[int, int, str]]:
         level = self.levels[depth - 1]
-        directory = self.folder / level_dir(depth)
-        return [(int(i), int(level["partitions"]), str(directory / name)) for i, name, _, _ in level["files"]]
+        return level_files(self.folder, depth, int(level["partitions"]), level["files"])
+
+
+def level_files(folder: Path, depth: int, partitions: int, listed: list) -> list[tuple[int, int, str]]:
+    """``(index, partitions, path)`` of every file of a level, as ``read_part`` takes them, by index."""
+    directory = Path(folder) / level_dir(depth)
+    return sorted((int(i), partitions, str(directory / name)) for i, name, _, _ in listed)
 
 
 def load(folder: Path, ident: dict[str, Any]) -> Saved:
@@ -158,7 +169,7 @@ def load(folder: Path, ident: dict[str, Any]) -> Saved:
     mpath = folder / MANIFEST
     try:
         saved = Saved(
-            folder,
+            folder.absolute(),  # executors' working directories are not the driver's
             [_level_entry(level) for level in m["levels"]],
             int(m["generated"]),
             int(m["full_states"]),
@@ -203,9 +214,31 @@ def _verify(folder: Path, relative: str, size: int, crc: int) -> None:
         raise CheckpointError(f"checkpoint in {folder} is corrupted: {relative} does not match its checksum")
 
 
-def rebuild(sc: "SparkContext", saved: Saved, depth: int, partitions: int) -> "RDD":
-    """One saved level as an RDD partitioned as the engine's levels are (lazily read by executors)."""
-    files = saved.files(depth)
+def anchor(sc: "SparkContext", partitions: int) -> "RDD":
+    """An empty RDD with the engine's partitioner, the parent of levels read without a shuffle.
+
+    Its shuffle moves nothing; after the first job Spark skips it (and reruns it, for
+    nothing, where an executor that held its empty outputs was lost)."""
+    return sc.parallelize([], partitions).partitionBy(partitions, identity)
+
+
+def read_level(files: list[tuple[int, int, str]], index: int, nothing: Iterator) -> Iterator[Record]:
+    """Partition ``index`` of a level saved with the engine's partition count: its own file.
+
+    The anchor's (empty) partition is read to its end first: a Python worker that leaves
+    its input unread is not reused, and starting another costs most of a second per task."""
+    for _ in nothing:
+        pass
+    return read_part(files[index][1], files[index])
+
+
+def rebuild(sc: "SparkContext", files: list[tuple[int, int, str]], partitions: int, under: "RDD") -> "RDD":
+    """A saved level as an RDD partitioned as the engine's levels are, read lazily by executors.
+
+    ``files`` as ``level_files`` gives them; ``under``: the ``anchor`` of ``partitions``.
+    A level saved with another partition count is re-keyed by a shuffle."""
+    if [(i, saved) for i, saved, _ in files] == [(i, partitions) for i in range(partitions)]:
+        return under.mapPartitionsWithIndex(partial(read_level, files), preservesPartitioning=True)
     records = sc.parallelize(files, len(files)).flatMap(partial(read_part, partitions))
     return records.partitionBy(partitions, identity)
 
@@ -214,7 +247,7 @@ class SparkCheckpointWriter:
     """Saves a Spark search's completed levels into a folder, one level at a time."""
 
     def __init__(self, folder: Path, ident: dict[str, Any], saved: Saved | None = None) -> None:
-        self.folder = Path(folder)
+        self.folder = Path(folder).absolute()  # executors' working directories are not the driver's
         self.ident = ident
         self.levels: list[dict[str, Any]] = list(saved.levels) if saved is not None else []
         self.manifest: dict[str, Any] | None = None
@@ -225,6 +258,10 @@ class SparkCheckpointWriter:
             raise RuntimeError(f"level {depth} saved after {len(self.levels)} levels")
         self.discard(depth)  # a killed run's files of this level: the manifest never listed them
         return partial(write_level_part, str(self.folder), depth, partitions)
+
+    def files(self, depth: int, written: list) -> list[tuple[int, int, str]]:
+        """The files of level ``depth`` (``written`` as its job returned them), to read it back."""
+        return level_files(self.folder, depth, len(written), written)
 
     def discard(self, depth: int) -> None:
         """Remove the files of a level that is not saved (one with no new state)."""
@@ -258,4 +295,4 @@ class SparkCheckpointWriter:
 
     def _write(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        checkpoint.atomic_write(self.folder / MANIFEST, json.dumps(self.manifest, indent=1).encode())
+        checkpoint.write_manifest(self.folder, self.manifest)

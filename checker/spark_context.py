@@ -4,9 +4,10 @@ Why a module of its own: the engine's search should not care how Spark was
 started. Here live the choices that make ``--engine spark`` pleasant: the JVM's
 console output goes to a log file unless ``verbose`` (Spark's startup banner,
 its warnings and the progress bar would otherwise bury our report), the master
-URL is checked before a JVM is started, and the isrcheck package is zipped and
+URL is checked before a JVM is started, the isrcheck package is zipped and
 added to the context so executors run the driver's exact code even where
-isrcheck is not installed.
+isrcheck is not installed, and the context's checkpoint directory is chosen
+(``level_durability``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,32 @@ def _check_java() -> None:
             "--engine spark needs a Java 17+ runtime: install one "
             "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
         )
+
+
+_TEMP_CHECKPOINT_DIRS: set[str] = set()  # made (and removed) by checks in this process
+
+
+def level_durability(sc: "SparkContext", directory: str | None, master: str) -> tuple[str, str | None]:
+    """How a search's levels survive a lost executor, and a temporary directory to remove after it.
+
+    "reliable": checkpointed to a directory every executor reaches (given, configured
+    as spark.checkpoint.dir, or a temporary one when the executors run on this
+    machine). "local": local mode, whose executor is the driver itself: nothing can
+    be lost, so the lineage is only truncated (no extra job). "replicated": a remote
+    cluster without a checkpoint directory: two cached copies of every block.
+    """
+    temp = None
+    current = sc.getCheckpointDir()
+    ours = current is not None and any(d in current for d in _TEMP_CHECKPOINT_DIRS)  # an earlier check's
+    if directory is None and (current is None or ours):
+        if master.startswith("local"):
+            return "local", None
+        if runs_on_this_machine(master):
+            directory = temp = tempfile.mkdtemp(prefix="isrcheck-spark-ckpt-")
+            _TEMP_CHECKPOINT_DIRS.add(temp)
+    if directory is not None:
+        sc.setCheckpointDir(directory)
+    return ("reliable" if sc.getCheckpointDir() is not None else "replicated"), temp
 
 
 def _open_log() -> Path:
@@ -262,11 +289,15 @@ POLL_SECONDS = 0.2  # how often a running level looks at the stop flag and the l
 
 
 class Stopped(Exception):
-    """A level was cancelled or failed; ``reason`` says why, for the incomplete result."""
+    """A level was cancelled or failed; ``reason`` says why, for the incomplete result.
 
-    def __init__(self, reason: str) -> None:
+    ``failed``: Spark gave up on the job (not a stop request or a limit), so a saving
+    search can say where to go on from."""
+
+    def __init__(self, reason: str, failed: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.failed = failed
 
 
 class Watchdog:
@@ -300,7 +331,7 @@ class Watchdog:
             # A stop request may fail the job (Ctrl-C reaches the Python workers too)
             # before this thread's next look: the request is the reason, not the failure.
             reason = self.reason or self.observer.should_stop() or self.limits.exceeded()
-            raise Stopped(reason or failure_words(e)) from None
+            raise Stopped(reason or failure_words(e), failed=not reason) from None
         finally:
             self._running.clear()
             if self.reason:

@@ -15,9 +15,11 @@ without one), so a lost executor costs its cached blocks, re-read from the
 checkpoint, and its share of the current level, which Spark recomputes: the
 result cannot change, and nothing before the last level is recomputed.
 
-With ``--checkpoint``/``--resume`` every completed level is also saved to files
-in the user's folder, and a resumed search reads its levels back from there
-(``spark_checkpoint``): level boundaries are the checkpoints.
+With ``--checkpoint``/``--resume`` every completed level is saved to files in the
+user's folder instead, by the job that computes it (``spark_checkpoint``): level
+boundaries are the checkpoints. Those files then are the level: it is read back
+from them and kept in memory, never checkpointed by Spark too, so each level is
+written once, and a block lost with an executor is read again from its file.
 
 Counterexamples are rebuilt as the BFS engine rebuilds them: walk the parent
 pointers back level by level (one small job per level, reading only the
@@ -40,7 +42,6 @@ pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; execu
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 import uuid
 from functools import partial
@@ -59,8 +60,6 @@ from .result import CheckResult, Path, Stats, property_results
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-_TEMP_CHECKPOINT_DIRS: set[str] = set()  # made (and removed) by checks in this process
-
 
 class SparkEngine:
     """``--engine spark``: keyword arguments come from ``get_engine("spark", **engine_args)``.
@@ -70,7 +69,8 @@ class SparkEngine:
     verbose: show Spark's own console output instead of sending it to a log file.
     checkpoint_dir: where levels are checkpointed; must be reachable from every executor
       (default: ``spark.checkpoint.dir`` if configured, a temporary directory when the
-      executors run on this machine, else replicated in-memory caching).
+      executors run on this machine, else replicated in-memory caching); unused by a
+      search that saves its levels (``checkpoint``), whose files are their durable copy.
     kernel: "vector" where it applies (else scalar, with the reason in ``kernel_note``), or "scalar".
     """
 
@@ -142,30 +142,20 @@ class _SparkSearch:
         self.resume: saving.Saved | None = None
         self.saver: saving.SparkCheckpointWriter | None = None
         self.written: list = []  # the files of the level just computed, when saving
+        self.anchor: RDD | None = None  # the parent of levels read from saved files (spark_checkpoint.anchor)
 
     # -- setup and teardown -------------------------------------------------------
     def setup_checkpoints(self, directory: str | None, master: str) -> str | None:
         """Choose how levels survive a lost executor; returns a temporary directory to remove.
 
-        "reliable": checkpointed to a directory every executor reaches (given, configured
-        as spark.checkpoint.dir, or a temporary one when the executors run on this
-        machine). "local": local mode, whose executor is the driver itself: nothing can
-        be lost, so the lineage is only truncated (no extra job). "replicated": a remote
-        cluster without a checkpoint directory: two cached copies of every block.
+        "saved": the search saves its levels (``--checkpoint``): they are read back from
+        those files (``_from_files``) and nothing else is written. Otherwise Spark's
+        checkpoints or replicas, as ``spark_context.level_durability`` chooses.
         """
-        temp = None
-        current = self.sc.getCheckpointDir()
-        ours = current is not None and any(d in current for d in _TEMP_CHECKPOINT_DIRS)  # an earlier check's
-        if directory is None and (current is None or ours):
-            if master.startswith("local"):
-                self.durability = "local"
-                return None
-            if ctx.runs_on_this_machine(master):
-                directory = temp = tempfile.mkdtemp(prefix="isrcheck-spark-ckpt-")
-                _TEMP_CHECKPOINT_DIRS.add(temp)
-        if directory is not None:
-            self.sc.setCheckpointDir(directory)
-        self.durability = "reliable" if self.sc.getCheckpointDir() is not None else "replicated"
+        if self.saver is not None:
+            self.durability = "saved"
+            return None
+        self.durability, temp = ctx.level_durability(self.sc, directory, master)
         return temp
 
     def release(self) -> None:
@@ -214,7 +204,7 @@ class _SparkSearch:
                     )
                 )
         except ctx.Stopped as e:
-            stop = e.reason
+            stop = self._why_stopped(e)
         finally:
             watchdog.close()
             if self.saver is not None:
@@ -229,14 +219,29 @@ class _SparkSearch:
 
     def _restore(self) -> None:
         """The saved levels and counters of the search being resumed (levels read lazily)."""
-        from pyspark import StorageLevel
-
         saved = self.resume
         for depth in range(1, len(saved.levels) + 1):
-            self.levels.append(saving.rebuild(self.sc, saved, depth, self.partitions))
-            self.levels[-1].persist(StorageLevel.MEMORY_AND_DISK)
+            self.levels.append(self._from_files(saved.files(depth)))
         self.level_sizes = [level["states"] for level in saved.levels]
         self.generated, self.full_states, self.found = saved.generated, saved.full_states, dict(saved.found)
+
+    def _from_files(self, files: list[tuple[int, int, str]]) -> "RDD":
+        """A saved level, read lazily from its files and cached in memory only: the files are
+        its durable copy, so an evicted or lost block is read from them again, never spilled."""
+        from pyspark import StorageLevel
+
+        if self.anchor is None:
+            self.anchor = saving.anchor(self.sc, self.partitions)
+        level = saving.rebuild(self.sc, files, self.partitions, self.anchor)
+        level._jrdd_deserializer = self.anchor._jrdd_deserializer  # as candidates are: see _level
+        return level.persist(StorageLevel.MEMORY_ONLY)
+
+    def _why_stopped(self, e: "ctx.Stopped") -> str:
+        """Why the search stopped; after a failure Spark gave up on, how to go on from the saved levels."""
+        if e.failed and self.saver is not None and self.saver.levels:
+            saved = f"the search is saved up to level {len(self.saver.levels)}"
+            return f"{e.reason}; {saved}: continue it with --resume {self.saver.folder}"
+        return e.reason
 
     def _save(self, started: float) -> None:
         """Checkpoint the level just completed; a failure to write stops the search, saying why."""
@@ -277,7 +282,7 @@ class _SparkSearch:
                          self.kernel is not None)
 
     def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> bool:
-        """Compute, cache and checkpoint the next level; False when it has no new state."""
+        """Compute, cache and checkpoint (or save) the next level; False when it has no new state."""
         from pyspark import StorageLevel
 
         union = self.sc.union([candidates, *self.levels]) if self.levels else candidates
@@ -288,7 +293,9 @@ class _SparkSearch:
         # the next union needs no re-serializing pass over the visited set (were this
         # PySpark detail to change, union would re-serialize: slower, still correct).
         level._jrdd_deserializer = candidates._jrdd_deserializer
-        if self.durability == "replicated":
+        if self.durability == "saved":
+            pass  # computed once, by the job that saves it; then read back from its files
+        elif self.durability == "replicated":
             level.persist(StorageLevel.MEMORY_AND_DISK_2)
         else:
             level.persist(StorageLevel.MEMORY_AND_DISK)
@@ -313,7 +320,7 @@ class _SparkSearch:
             if self.saver is not None:
                 self.saver.discard(depth)
             return False
-        self.levels.append(level)
+        self.levels.append(level if self.saver is None else self._from_files(self.saver.files(depth, self.written)))
         self.level_sizes.append(new)
         self.full_states += sum(s.full_states for s in summaries)
         for s in summaries:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from isrcheck.checker import CheckOptions, CheckResult, get_engine
+from pathlib import Path
+
+from isrcheck.checker import CheckOptions, CheckResult, checkpoint, get_engine, spark_checkpoint
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.properties import BY_NAME, select
 
@@ -16,10 +18,18 @@ KAFKA = ModelConfig(rf=2, acks="1")
 
 
 def run_spark(config: ModelConfig, properties=None, master: str = "local[*]", observer=None, partitions=None,
-              kernel: str = "vector", **options) -> CheckResult:
+              kernel: str = "vector", saving: dict | None = None, **options) -> CheckResult:
+    """``saving``: the engine's checkpoint arguments, as ``checkpointing`` gives them."""
     model = ReplicationModel(config)
     engine = get_engine("spark", master=master, partitions=partitions, kernel=kernel)
-    return engine.check(model, select(config, properties), CheckOptions(**options), observer)
+    return engine.check(model, select(config, properties), CheckOptions(**options), observer, **(saving or {}))
+
+
+def checkpointing(folder: Path, config: ModelConfig, resume: bool = False) -> dict:
+    """Save a ``run_spark`` search in ``folder`` (as --checkpoint), or continue the one saved there (--resume)."""
+    ident = checkpoint.identity(config.as_dict(), {"engine": "spark", "by": "sparktools"})
+    saved = spark_checkpoint.load(folder, ident) if resume else None
+    return {"resume": saved, "checkpoint": spark_checkpoint.SparkCheckpointWriter(folder, ident, saved)}
 
 
 def verdicts(result: CheckResult) -> list[tuple[str, str, int | None]]:

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.checker import spark_context
+from isrcheck.checker import Observer, checkpoint, spark_checkpoint, spark_context
 from isrcheck.cli.check_model import main as check_model
 
 from .clitools import command, run_cli, run_json, summary
+from .sparktools import CORE_RF2, assert_agrees_with_bfs, checkpointing, run_spark
 
 pytestmark = pytest.mark.spark
 
@@ -136,7 +137,7 @@ def test_an_uninterrupted_run_with_a_checkpoint_gives_the_bfs_result_and_saves_e
     report, ck = finished
     assert summary(report) == reference
     manifest = json.loads((ck / "manifest.json").read_text())
-    assert manifest["format"] == "isrcheck-spark-checkpoint-1" and manifest["options"]["engine"] == "spark"
+    assert manifest["format"] == spark_checkpoint.FORMAT and manifest["options"]["engine"] == "spark"
     assert len(manifest["levels"]) == LEVELS
     assert sum(level["states"] for level in manifest["levels"]) == reference["states"]
 
@@ -176,6 +177,31 @@ def test_resuming_a_finished_spark_search_gives_its_result_again(finished, refer
     _, ck = finished
     code, report = check_here(tmp_path, "--resume", str(ck))
     assert code == 1 and summary(report) == reference
+
+
+class BlockNextLevel(Observer):
+    """Once ``after`` levels are saved, puts a file where the next level's folder goes: every task
+    of that level fails, as on a cluster that lost the folder, and Spark gives the job up."""
+
+    def __init__(self, folder: Path, after: int) -> None:
+        super().__init__()
+        self.folder, self.after = folder, after
+
+    def progress(self, info) -> None:
+        if info.depth == self.after:
+            (self.folder / spark_checkpoint.level_dir(self.after + 1)).write_text("in the way")
+
+
+def test_a_failed_level_stops_the_run_naming_the_resume_that_then_gives_the_uninterrupted_result(local_spark, tmp_path):
+    config, ck = CORE_RF2["kip-101"], tmp_path / "ck"
+    failed = run_spark(config, observer=BlockNextLevel(ck, 5), saving=checkpointing(ck, config), explore_all=True)
+    assert not failed.complete and failed.stats.depth == 5 and levels_saved(ck) == 5
+    assert "Spark job failed" in failed.stop_reason
+    assert failed.stop_reason.endswith(f"the search is saved up to level 5: continue it with --resume {ck}")
+    (ck / spark_checkpoint.level_dir(6)).unlink()
+    resumed = run_spark(config, saving=checkpointing(ck, config, resume=True), explore_all=True)
+    assert resumed.complete and levels_saved(ck) == resumed.stats.depth
+    assert_agrees_with_bfs(config, resumed, explore_all=True)
 
 
 # -- refused checkpoints: one line, exit 2, nothing written -----------------------------
@@ -239,17 +265,22 @@ def test_a_missing_level_file_is_refused(spark_saved):
 
 
 @pytest.mark.parametrize(
-    "mangle, words",
+    "mangle, reseal, words",
     [
-        (lambda text: text[: len(text) // 2], "corrupted"),
-        (lambda text: text.replace('"states": 1,', '"states": "one",', 1), "malformed"),
-        (lambda text: text.replace('"protocol": "kip-101"', '"protocol": "kip-320"'), "protocol was 'kip-320' there"),
+        (lambda text: text[: len(text) // 2], False, "corrupted"),
+        (lambda text: text.replace('"states": 1,', '"states": 2,', 1), False, "checksum does not match"),
+        (lambda text: text.replace('"states": 1,', '"states": "one",', 1), True, "malformed"),
+        (lambda text: text.replace('"protocol": "kip-101"', '"protocol": "kip-320"'), True,
+         "protocol was 'kip-320' there"),
     ],
-    ids=["cut", "bad-field", "other-config"],
+    ids=["cut", "edited", "bad-field", "other-config"],
 )
-def test_a_mangled_manifest_is_refused_and_left_as_it_was(spark_saved, mangle, words):
+def test_a_mangled_manifest_is_refused_and_left_as_it_was(spark_saved, mangle, reseal, words):
+    """``reseal``: the edit comes with a matching checksum, so the fields themselves are checked."""
     manifest = spark_saved / "manifest.json"
     manifest.write_text(mangle(manifest.read_text()))
+    if reseal:
+        checkpoint.write_manifest(spark_saved, json.loads(manifest.read_text()))
     before = snapshot(spark_saved)  # taken before the resume: the argument order would run it after
     assert_refused(resume_cli(spark_saved), spark_saved, before, words)
 

@@ -4,8 +4,8 @@ The cluster is started through the ``spark-class`` launcher inside the pyspark
 package (one core and 1 GiB each) and every process it started is stopped by
 process id at the end. One run goes through a fresh ``check-model`` process, the
 others through the same command in this process, sharing one SparkContext (and
-so its executors) as a long-lived driver would; the last test kills a worker and
-its executor in the middle of a run.
+so its executors) as a long-lived driver would; the last tests kill a worker and
+its executor in the middle of a run, with and without ``--checkpoint``.
 """
 
 from __future__ import annotations
@@ -13,19 +13,22 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.checker import Observer
+from isrcheck.checker import Observer, spark_context
+from isrcheck.checker.spark_checkpoint import level_dir
 from isrcheck.checker.spark_cluster import LocalCluster
 from isrcheck.cli.check_model import main as check_model
 from isrcheck.model import ModelConfig
 
 from .clitools import run_cli
 from .conftest import run_bfs
-from .sparktools import CORE_RF2, KAFKA, assert_paths_reach_their_verdicts, counts, run_spark, verdicts
+from .sparktools import (CORE_RF2, KAFKA, assert_paths_reach_their_verdicts, checkpointing, counts, run_spark,
+                         verdicts)
 
 pytestmark = pytest.mark.spark
 
@@ -98,10 +101,42 @@ def test_check_model_on_the_cluster_agrees_with_bfs_on_a_kafka_configuration(clu
     assert report["states_before_symmetry"] == run_bfs(KAFKA, explore_all=True, symmetry=True).stats.full_states
 
 
+def spark_checkpoints(folder: Path) -> list[Path]:
+    """The folders Spark's own checkpoints of RDDs would be in (``rdd-N``, under an application's folder)."""
+    return [p for p in folder.rglob("rdd-*") if p.is_dir()]
+
+
+def test_with_a_checkpoint_each_level_is_written_once_into_its_files_not_by_spark_too(cluster, tmp_path, monkeypatch):
+    sc = spark_context.spark_context(cluster.master_url)
+    sc.setCheckpointDir(str(tmp_path / "spark"))  # where Spark would checkpoint the levels again
+    monkeypatch.chdir(tmp_path)  # a relative folder is the driver's, not each executor's own
+    ck = tmp_path / "ck"
+    args = [*core_args("kip-320", tmp_path), "--engine", "spark", "--spark-master", cluster.master_url,
+            "--checkpoint", "ck"]
+    result = CliRunner().invoke(check_model, args)
+    bfs = run_bfs(CORE_RF2["kip-320"], explore_all=True)
+    assert result.exit_code == (0 if bfs.all_hold else 1), result.output
+    report = json.loads(result.stdout)
+    assert_report_is_bfs(report, CORE_RF2["kip-320"], explore_all=True)
+    levels = json.loads((ck / "manifest.json").read_text())["levels"]
+    assert len(levels) == report["depth"]
+    listed = sorted(Path(level_dir(d), name) for d, level in enumerate(levels, 1) for _, name, _, _ in level["files"])
+    assert sorted(p.relative_to(ck) for p in ck.rglob("*") if p.is_file() and p.name != "manifest.json") == listed
+    assert (tmp_path / "spark").is_dir() and spark_checkpoints(tmp_path / "spark") == []
+
+
 def executor_summaries(sc, alive_only: bool = True) -> list:
     """Spark's own record of its executors (the status store: the UI is off)."""
     found = sc._jsc.sc().statusStore().executorList(alive_only)
     return [e for e in (found.apply(i) for i in range(found.size())) if e.id() != "driver"]
+
+
+def wait_for_executors(sc, n: int) -> None:
+    """A restarted worker's executor joins the application a few seconds after the worker."""
+    deadline = time.monotonic() + 60
+    while len(executor_summaries(sc)) < n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(executor_summaries(sc)) == n
 
 
 def retried_work(sc) -> int:
@@ -162,3 +197,27 @@ def test_a_worker_killed_in_the_middle_of_a_run_does_not_change_the_result(clust
     assert verdicts(disturbed) == verdicts(bfs) == [("weak-isr", "violated", 11)]
     assert [p.path for p in disturbed.properties] == [p.path for p in undisturbed.properties]
     assert_paths_reach_their_verdicts(KILL_CONFIG, disturbed)
+
+
+def test_a_worker_killed_in_the_middle_of_a_checkpointed_run_does_not_change_the_result(cluster, tmp_path):
+    """Levels are then kept only in memory and in the saved files: the lost ones are read again from those."""
+    sc = spark_context.spark_context(cluster.master_url)
+    sc.setCheckpointDir(str(tmp_path / "spark"))
+    wait_for_executors(sc, 2)
+    retried_before = retried_work(sc)
+    killer = KillWorkerMidTask(cluster, sc, at_depth=11)
+    try:
+        disturbed = run_spark(KILL_CONFIG, ["weak-isr"], master=cluster.master_url, observer=killer,
+                              saving=checkpointing(tmp_path / "ck", KILL_CONFIG), **KILL_OPTIONS)
+        assert killer.depths[-1] == 13
+        assert killer.mid_task and retried_work(sc) > retried_before
+        assert len(killer.pids) >= 2 and _gone(killer.pids)
+        assert len(executor_summaries(sc)) == 1 and cluster.alive_workers() == 1
+    finally:
+        cluster.restart_worker(1)
+    bfs = run_bfs(KILL_CONFIG, ["weak-isr"], **KILL_OPTIONS)
+    assert counts(disturbed) == counts(bfs)
+    assert verdicts(disturbed) == verdicts(bfs) == [("weak-isr", "violated", 11)]
+    assert_paths_reach_their_verdicts(KILL_CONFIG, disturbed)
+    assert spark_checkpoints(tmp_path / "spark") == []
+    assert len(json.loads((tmp_path / "ck" / "manifest.json").read_text())["levels"]) == 13
