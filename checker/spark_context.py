@@ -281,7 +281,11 @@ def ship_package(sc: "SparkContext") -> None:
     path = package_zip(_zip_dir)
     key = (sc.applicationId, path.name)
     if key not in _shipped:
+        before = list(sys.path)
         sc.addPyFile(str(path))
+        # addPyFile also puts the zip first on the driver's own path, where it would hide the
+        # installed package from processes spawned later (check-suite's workers: no isrcheck.cli)
+        sys.path[:] = before
         _shipped.add(key)
 
 

@@ -87,7 +87,7 @@ def test_max_memory_stops_the_run_before_it_exceeds_the_limit(tmp_path):
     code, report = run_json("--rf", "3", "--min-isr", "2", "--max-memory", "80M", "--trace-dir", str(tmp_path))
     assert code == 3
     assert report["complete"] is False and report["stop_reason"] == "memory limit"
-    assert 50_000 < report["states"] < 3_752_473  # it went as far as the limit let it
+    assert 10_000 < report["states"] < 1_911_631  # it went as far as the limit let it (a level more or less)
     assert report["peak_memory_bytes"] < limit
 
 
