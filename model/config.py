@@ -63,6 +63,7 @@ class ModelConfig:
     consumer: bool = True
     power_loss: int = 0
     flush: str = "os"
+    restarts: bool = True
     kafka_version: str | None = None  # None: the newest release of the protocol revision
 
     def __post_init__(self) -> None:
@@ -290,6 +291,12 @@ FEATURES: tuple[Knob, ...] = (
          check=lambda c: "" if c.flush in FLUSH else f"--flush {c.flush!r} is unknown; choose one of {', '.join(FLUSH)}",
          column="flush", cell=lambda c: c.flush if c.power_loss else "-",
          shared=lambda c: f"flush {c.flush}" if c.power_loss else "", rank=8),
+    Knob("restarts", "--restarts/--no-restarts",
+         "Brokers that went down come back (--no-restarts: every crash and power loss is permanent, "
+         "the case where availability is at stake).", True,
+         words=lambda c: "" if c.restarts else "no restarts", slug=lambda c: "" if c.restarts else "norestarts",
+         column="restarts", cell=_unless_core(lambda c: "yes" if c.restarts else "no", "-"),
+         shared=_unless_core(lambda c: "" if c.restarts else "no restarts"), rank=9),
     Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
          words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
          column="consumer", cell=lambda c: "yes" if c.consumer else "no",

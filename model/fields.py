@@ -48,9 +48,14 @@ def unflushed(cfg: ModelConfig) -> bool:
     return power_losses(cfg) and cfg.flush == "os"
 
 
-def restarts(cfg: ModelConfig) -> bool:
-    """Brokers go down (a crash or a power loss) and come back."""
+def goes_down(cfg: ModelConfig) -> bool:
+    """Brokers go down (a crash or a power loss): each keeps a crash mark while down."""
     return crashes(cfg) or power_losses(cfg)
+
+
+def restarts(cfg: ModelConfig) -> bool:
+    """Brokers that went down come back (``--no-restarts``: every outage is permanent)."""
+    return goes_down(cfg) and cfg.restarts
 
 
 def purgatory(cfg: ModelConfig) -> bool:
@@ -103,7 +108,7 @@ FIELDS = (
     Field("isr", Brokers(), True, lambda c: frozenset(), "replicaState.isr", "its cached ISR"),
     Field("crash_mark", Maybe(_records), True, lambda c: None, "replicaState.crashMark",
           "while crashed, the next record id at its crash (None while alive)",
-          when=restarts, default=None, itf_when=kafka),
+          when=goes_down, default=None, itf_when=kafka),
     Field("leader_since", Maybe(_epochs), True, lambda c: None, "replicaState.leaderSince",
           "the epoch its current leadership began: its purgatory holds what it appended since (acks=all)",
           when=purgatory, default=None, itf_when=kafka),

@@ -116,6 +116,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     A_WRITE, A_INCHW = base["LeaderWrite"], base["LeaderIncHighWatermark"]
     A_SHRINK, A_EXPAND, A_FETCH = base["LeaderShrinkIsr"], base["LeaderExpandIsr"], base["FollowerFetch"]
     A_CRASH, A_DISK, A_RESTART = base.get("BrokerCrash", -1), base.get("BrokerCrashDiskLoss", -1), base.get("BrokerRestart", -1)
+    can_restart = A_RESTART >= 0  # --no-restarts: the family is not in the catalogue
     A_POWER, A_FLUSH = base.get("PowerLoss", -1), base.get("OsFlush", -1)
     OUTAGES = [(m, MEMBERS[m], POP[m]) for m in range(1, 1 << rf)]  # PowerLoss's parameter: a set of brokers
     NEP1 = ME + 1
@@ -358,7 +359,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     if not life[r]:
                         wiped = DEAD_META_BASE + nid * U_LIFE
                         app((A_DISK + r, s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])))
-        for r in R:
+        for r in R if can_restart else ():
             if not life[r] or (kip380 and (r == qlead or (qisr >> r & 1 and qisr != 1 << r))):
                 # KIP-380: the controller handles a bounce as a failure first: leadership
                 # moves away and the broker leaves the ISR, unless it is the last member
