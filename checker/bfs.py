@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from array import array
+from dataclasses import replace
 from typing import Any, Sequence
 
 from isrcheck.properties import Property, verdict
@@ -74,6 +75,10 @@ class BfsEngine:
         this one: the vector kernel at level ends, the scalar one at level ends and every
         ``options.checkpoint_every`` seconds; both at the end."""
         observer = observer or Observer()
+        graph_props = [p for p in properties if p.graph]
+        state_props = [p for p in properties if not p.graph]
+        if graph_props:  # decided over the whole explored graph, after the search
+            options = replace(options, explore_all=True)
         note = ""
         if self.kernel == "vector" and saving is not None and saving.resuming and not saving.vector_saved:
             note = "resumed with the scalar kernel that wrote the checkpoint"
@@ -82,17 +87,26 @@ class BfsEngine:
             if kernel is not None:
                 from .bfs_vector import VectorSearch
 
-                search = VectorSearch(model, kernel, properties, options, observer, self.workers, saving=saving)
+                search = VectorSearch(model, kernel, state_props, options, observer, self.workers, saving=saving)
                 result = search.run()
+                if graph_props:
+                    from . import graph
+
+                    result = graph.settle_vector(search, result, properties, graph_props)
                 result.kernel, result.workers = "vector", search.workers
                 return result
-        if (self.workers or 1) > 1 and saving is None:
+        if (self.workers or 1) > 1 and saving is None and not graph_props:
             from .bfs_parallel import ParallelBfsEngine
 
             result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
-        else:
+        else:  # one process: the graph properties need the states in one list
             resume, checkpoint = saving.scalar((model.layout.state_bits + 7) // 8) if saving else (None, None)
-            result = _Search(model, properties, options, observer, resume, checkpoint).run()
+            search = _Search(model, state_props, options, observer, resume, checkpoint)
+            result = search.run()
+            if graph_props:
+                from . import graph
+
+                result = graph.settle_scalar(search, result, properties, graph_props)
         result.kernel, result.kernel_note = "scalar", note
         return result
 

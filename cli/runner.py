@@ -103,7 +103,7 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
 
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
     options = replace(run.options, started=time.monotonic())  # the limits count from here: tables, resume, search
-    props = select(run.config, list(run.properties) or None)
+    props = select(run.config, list(run.properties) or None, run.engine)
     try:  # the model's tables are built under the limits: here, and the engine's when it asks for them
         limits = Limits(options, time.monotonic(), observer)
         # an unbounded configuration has no explicit model: the symbolic engine takes the config

@@ -375,7 +375,7 @@ class _Loader:
         if not names:
             raise self.error(where[:2], f"{label} checks nothing: give expect = {{ property = \"holds\" }}")
         try:
-            select(run.config, names)
+            select(run.config, names, run.engine)
         except UnknownProperty as e:
             bad = re.search(r"'([^']+)'", str(e))
             line = merged[bad.group(1)][1] if bad and bad.group(1) in merged else line_of(self.lines, where)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import alive, true_leader_is
+from isrcheck.model.fields import alive, quorum_epoch, true_leader_is
 from isrcheck.model.ops_int import state_predicate
 
 from . import compiled, explain
@@ -37,6 +37,14 @@ class Property:
     why_not: str = ""  # why it does not apply where it does not
     explain: Callable[[Any], explain.Diagnosis] | None = None  # what a trace's last state shows
     fast: Callable[[ReplicationModel], Predicate] | None = None  # a hand-written per-state form
+    # a graph property: from every reachable state, a state where ``holds`` holds can be reached;
+    # ``beyond`` marks states where the bounds, not the protocol, may block the way (checker/graph.py)
+    beyond: Callable[[Any, Any], Any] | None = None
+
+    @property
+    def graph(self) -> bool:
+        """Decided over the explored state graph, not state by state; checked only when named."""
+        return self.beyond is not None
 
     def compile(self, model: Any) -> Predicate:
         """The per-state predicate over packed ints: the hand-written form where there is one."""
@@ -129,6 +137,18 @@ def _write_after_crash(s, x):
     return x.any_(x.and_(x.not_(alive(s, r)), x.any_from(s.acked, s.crash_mark[r])) for r in range(s.cfg.rf))
 
 
+def _writable(s, x):
+    """The partition takes writes: a live true leader whose ISR is large enough for the acks
+    (min.insync.replicas for acks=all, itself otherwise), so a new record can be acknowledged."""
+    need = s.cfg.min_isr if s.cfg.acks == "all" else 1
+    return x.any_(x.and_(true_leader_is(s, x, r), alive(s, r), x.size(s.isr[r]) >= need) for r in range(s.cfg.rf))
+
+
+def _out_of_epochs(s, x):
+    """Every leader epoch is used: no election or controller ISR change can happen any more."""
+    return quorum_epoch(s, x) >= s.cfg.max_leader_epoch
+
+
 def _kafka(config: ModelConfig) -> bool:
     return not config.core
 
@@ -195,6 +215,12 @@ PROPERTIES: tuple[Property, ...] = (
         "it needs --crashes of at least 1 and acks 1 or all", explain=explain.write_after_crash_witness,
         fast=compiled.write_after_crash_compiled,
     ),
+    Property(
+        "can-recover", "always",
+        "the partition can always take writes again without a person stepping in: from every reachable state, "
+        "a state with a live leader whose ISR meets min.insync.replicas (acks=all) can be reached",
+        _kafka, _writable, _NOT_CORE, explain=explain.stuck, beyond=_out_of_epochs,
+    ),
 )
 
 BY_NAME = {p.name: p for p in PROPERTIES}
@@ -205,10 +231,14 @@ class UnknownProperty(ValueError):
     pass
 
 
-def select(config: ModelConfig, names: list[str] | tuple[str, ...] | None = None) -> list[Property]:
-    """The properties to check: the named ones (validated), else every one that applies."""
+GRAPH_ENGINES = ("bfs",)  # the engines that keep the explored state graph
+
+
+def select(config: ModelConfig, names: list[str] | tuple[str, ...] | None = None, engine: str = "bfs") -> list[Property]:
+    """The properties to check: the named ones (validated), else every state property that
+    applies (graph properties need the whole graph kept: they are checked when named)."""
     if not names:
-        return [p for p in PROPERTIES if p.applies(config)]
+        return [p for p in PROPERTIES if p.applies(config) and not p.graph]
     chosen = []
     for name in names:
         prop = BY_NAME.get(name)
@@ -217,6 +247,9 @@ def select(config: ModelConfig, names: list[str] | tuple[str, ...] | None = None
         if not prop.applies(config):
             why = _NOT_CORE if config.core else prop.why_not or "not available here"
             raise UnknownProperty(f"property {name!r} does not apply to this configuration ({why})")
+        if prop.graph and engine not in GRAPH_ENGINES:
+            raise UnknownProperty(f"property {name!r} is decided over the explored state graph, which only --engine "
+                                  f"{' or '.join(GRAPH_ENGINES)} keeps: the {engine} engine does not check it")
         if prop not in chosen:
             chosen.append(prop)
     return chosen

@@ -159,3 +159,27 @@ def write_after_crash_witness(states: Sequence[Any]) -> Diagnosis | None:
         if late:
             return Diagnosis(f"{fmt_ids(late)}, written after broker {r} crashed, is acknowledged while broker {r} is still down")
     return None
+
+
+def stuck(states: Sequence[Any]) -> Diagnosis | None:
+    """can-recover: why no step the system can take makes the partition writable again."""
+    ps = states[-1]
+    down = [r for r, rs in enumerate(ps.replicas) if not rs.alive]
+    gone = f"{_brokers(down)} {'are' if len(down) > 1 else 'is'} down for good"
+    isr, leader = ps.quorum.isr, ps.true_leader()
+    if leader is None and isr and all(r in down for r in isr):
+        others = [r for r in range(len(ps.replicas)) if r not in down]
+        unclean = (f"; only an unclean election could choose {_brokers(others)}, outside the ISR"
+                   if others else "; no replica is left to elect")
+        return Diagnosis(f"the partition is offline: {gone}, and the ISR {fmt_isr(isr)} has no live member{unclean}")
+    if leader is not None:
+        return Diagnosis(
+            f"broker {leader} leads with ISR {fmt_isr(ps.replicas[leader].isr)}, too few for min.insync.replicas, and "
+            f"{gone if down else 'no follower can catch up'}: acks=all writes get NotEnoughReplicas from now on"
+        )
+    return Diagnosis(f"no leader can be elected: {gone if down else 'no broker can take over'}")
+
+
+def _brokers(ids: Sequence[int]) -> str:
+    names = [str(r) for r in ids]
+    return f"broker {names[0]}" if len(names) == 1 else "brokers " + ", ".join(names[:-1]) + f" and {names[-1]}"

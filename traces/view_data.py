@@ -16,7 +16,7 @@ from typing import Any
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
 from isrcheck.model.kafka import KAFKA
-from isrcheck.properties import BY_NAME, verdict
+from isrcheck.properties import BY_NAME, reach, verdict
 
 from . import itf
 from .narrate import describe_step, diagnose, explain_witness, short_step
@@ -62,6 +62,8 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
         raise TraceError(f"the trace calls {name} {trace.expectation!r}, but it is an {prop.expectation!r} property")
     if not prop.applies(trace.config):
         raise TraceError(f"property {name} does not apply to the trace's configuration")
+    if prop.graph:
+        return _check_stuck(shown, packed, prop, model)
     holds = prop.derived(model)
     deciding = [i for i, state in enumerate(packed) if verdict.decides(prop, holds(state))]
     word, words = ("violate", "violates") if verdict.always(prop) else ("witness", "witnesses")
@@ -69,6 +71,19 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
         raise TraceError(f"the last state does not {word} {name}: the trace was cut or edited")
     if deciding[0] != len(packed) - 1:
         raise TraceError(f"state {deciding[0]} already {words} {name}, yet the trace goes on: it was edited")
+    return replace(shown, expectation=prop.expectation, doc=prop.doc)
+
+
+def _check_stuck(shown: Trace, packed: list[int], prop: Any, model: ReplicationModel) -> Trace:
+    """A graph property's trace ends in its first stuck state: stuckness lasts (every state
+    after a stuck one is stuck), so it is enough that the state before the last is not."""
+    try:
+        if not reach.stuck(model, prop, packed[-1]):
+            raise TraceError(f"the last state is not stuck for {prop.name}: the trace was cut or edited")
+        if len(packed) > 1 and reach.stuck(model, prop, packed[-2]):
+            raise TraceError(f"state {len(packed) - 2} is already stuck for {prop.name}, yet the trace goes on: it was edited")
+    except reach.FutureTooLarge as e:
+        raise TraceError(f"cannot check the trace's {prop.name} claim: {e}") from None
     return replace(shown, expectation=prop.expectation, doc=prop.doc)
 
 

@@ -1,0 +1,202 @@
+"""The explored state graph, and the properties decided over it (``can-recover``).
+
+A graph property asks where a state can still go, not what it is: from every reachable
+state, can a state where its target holds (the partition takes writes) be reached? Once
+the BFS engines have explored the bounded space, this module re-expands their stored
+states (they keep them in discovery order, level by level), maps every successor to its
+stored index and keeps the edges in compressed sparse rows: an int64 offset per state
+and an int32 target per edge, no Python object per edge. The states that can reach a
+target are one breadth-first search of scipy's compiled csgraph over the reversed
+graph, from a virtual source joined to every target.
+
+Bounds are not deadlocks. A state that cannot reach a target may be held back by the
+bounds rather than by the protocol: every leader epoch used (``Property.beyond``: no
+election or controller ISR change is left), or a ``--max-depth`` that left its
+successors unexplored. A state that can reach such a state is counted as limited by the
+bounds and never decides the property; only a state that cannot, whose every future
+stays inside the explored space and short of the bounds, is stuck. Such a state stays
+stuck whatever the bounds: more records, epochs or depth do not give it a single new
+step. The first stuck state in discovery order is a shallowest one, so its path is a
+shortest counterexample.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from isrcheck.model.ops_int import state_predicate
+from isrcheck.properties import Property
+
+from .result import CheckResult, Path, property_results
+
+GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call
+
+
+@dataclass(frozen=True)
+class StateGraph:
+    """Successor edges of states 0..n-1: state i's are ``targets[offsets[i]:offsets[i + 1]]``."""
+
+    offsets: np.ndarray  # int64, n + 1
+    targets: np.ndarray  # int32 (int64 past 2**31 states)
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.offsets.nbytes + self.targets.nbytes
+
+    @classmethod
+    def from_edges(cls, n: int, sources: np.ndarray, targets: np.ndarray) -> "StateGraph":
+        order = np.argsort(sources, kind="stable")
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sources, minlength=n), out=offsets[1:])
+        dtype = np.int32 if n < 2**31 else np.int64
+        return cls(offsets, targets[order].astype(dtype, copy=False))
+
+    def reaching(self, marked: np.ndarray) -> np.ndarray:
+        """Where some marked state can be reached from (the marked ones included)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import breadth_first_order
+
+        n = self.n
+        sources = np.repeat(np.arange(n, dtype=self.targets.dtype), np.diff(self.offsets))
+        marked_ids = np.flatnonzero(marked).astype(self.targets.dtype)
+        # reversed edges, and a virtual source n with an edge to every marked state
+        rows = np.concatenate([self.targets, np.full(len(marked_ids), n, dtype=self.targets.dtype)])
+        cols = np.concatenate([sources, marked_ids])
+        order = np.argsort(rows, kind="stable")
+        indptr = np.zeros(n + 2, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n + 1), out=indptr[1:])
+        reverse = csr_matrix((np.ones(len(rows), dtype=np.int8), cols[order], indptr), shape=(n + 1, n + 1))
+        seen = np.zeros(n + 1, dtype=bool)
+        seen[breadth_first_order(reverse, n, directed=True, return_predecessors=False)] = True
+        return seen[:n]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A graph property over one explored graph: its first stuck state (or None), how many
+    states are stuck, and how many cannot reach a target only because of the bounds."""
+
+    first_stuck: int | None
+    stuck: int
+    limited: int
+
+    def note(self) -> str:
+        if self.stuck:
+            return f"{self.stuck:,} stuck states"
+        return f"{self.limited:,} states recover only past the bounds" if self.limited else ""
+
+
+def decide(graph: StateGraph, target: np.ndarray, beyond: np.ndarray) -> Verdict:
+    """``target``: where the property's goal holds; ``beyond``: where the bounds may block the way."""
+    recovers = graph.reaching(target)
+    lost = ~recovers
+    limited = lost & graph.reaching(beyond)
+    stuck = np.flatnonzero(lost & ~limited)
+    return Verdict(int(stuck[0]) if len(stuck) else None, len(stuck), int(limited.sum()))
+
+
+# ---- the BFS engines' stored states -----------------------------------------------------------------------
+def vector_graph(search: Any, expanded: int) -> StateGraph:
+    """The graph of a vector search's levels, the first ``expanded`` of them re-expanded."""
+    kernel, levels = search.kernel, search.keys
+    fps = np.concatenate([kernel.fingerprints(k) for k in levels])
+    order = np.argsort(fps)
+    known = fps[order]
+    starts = np.cumsum([0] + [k.shape[1] for k in levels])
+    sources, targets = [], []
+    for level, keys in enumerate(levels[:expanded]):
+        for start in range(0, keys.shape[1], GRAPH_CHUNK):
+            succ, rows, _ = kernel.expand(keys[:, start : start + GRAPH_CHUNK])
+            if search.symmetry:
+                succ = kernel.canonical(succ)
+            sources.append(rows + (starts[level] + start))
+            targets.append(order[np.searchsorted(known, kernel.fingerprints(succ))])
+    empty = np.empty(0, dtype=np.int64)
+    return StateGraph.from_edges(len(fps), np.concatenate(sources or [empty]), np.concatenate(targets or [empty]))
+
+
+def vector_marks(search: Any, holds: Callable[[Any, Any], Any]) -> np.ndarray:
+    """A definition's value on every state of a vector search, in their order."""
+    pred = search.kernel.predicate(SimpleNamespace(holds=holds))
+    return np.concatenate([np.asarray(pred(search.kernel.components(k)), dtype=bool) for k in search.keys])
+
+
+def scalar_graph(model: Any, states: Sequence[int], expanded: int, canonical: Callable[[int], int] | None) -> StateGraph:
+    """The graph of a scalar search's states, the first ``expanded`` of them re-expanded."""
+    index = {s: i for i, s in enumerate(states)}
+    sources, targets = array("q"), array("q")
+    for i in range(expanded):
+        for _, t in model.successors(states[i]):
+            sources.append(i)
+            targets.append(index[canonical(t) if canonical else t])
+    return StateGraph.from_edges(len(states), np.frombuffer(sources, dtype=np.int64), np.frombuffer(targets, dtype=np.int64))
+
+
+def scalar_marks(model: Any, states: Sequence[int], holds: Callable[[Any, Any], Any]) -> np.ndarray:
+    pred = state_predicate(model.layout, holds)
+    return np.fromiter((bool(pred(s)) for s in states), dtype=bool, count=len(states))
+
+
+# ---- settling a search's result -----------------------------------------------------------------------
+def settle(
+    result: CheckResult,
+    order: Sequence[Property],
+    graph_props: Sequence[Property],
+    build: Callable[[], tuple[StateGraph, Callable[[Any], np.ndarray], np.ndarray]],
+    path_to: Callable[[int], Path],
+) -> CheckResult:
+    """Decide the graph properties of a finished search and put them in ``order`` among its
+    results. ``build`` gives the graph, the marks of a definition, and the states left
+    unexpanded (a depth limit); nothing is decided when the search stopped early."""
+    decided: dict[str, tuple[Path | None, str]] = {}
+    if result.complete and result.exhausted and graph_props:
+        graph, marks, unexpanded = build()
+        for prop in graph_props:
+            v = decide(graph, marks(prop.holds), marks(prop.beyond) | unexpanded)
+            decided[prop.name] = (None if v.first_stuck is None else path_to(v.first_stuck), v.note())
+    results = {r.name: r for r in result.properties}
+    for r in property_results(graph_props, {n: p for n, (p, _) in decided.items() if p}, bool(decided)):
+        note = decided.get(r.name, (None, ""))[1]
+        r.note = "; ".join(w for w in (note, result.search_note) if w)
+        results[r.name] = r
+    return replace(result, properties=[results[p.name] for p in order])
+
+
+def settle_vector(search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property]) -> CheckResult:
+    """``settle`` for a vector search: a depth limit leaves its last level unexpanded."""
+    sizes = [k.shape[1] for k in search.keys]
+    starts = np.cumsum([0] + sizes)
+
+    def build():
+        expanded = len(sizes) - (1 if result.stats.queue else 0)
+        unexpanded = np.zeros(int(starts[-1]), dtype=bool)
+        unexpanded[starts[expanded] :] = True
+        return vector_graph(search, expanded), lambda holds: vector_marks(search, holds), unexpanded
+
+    def path_to(index: int) -> Path:
+        level = int(np.searchsorted(starts, index, side="right")) - 1
+        return search.path_to(level, index - int(starts[level]))
+
+    return settle(result, order, graph_props, build, path_to)
+
+
+def settle_scalar(search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property]) -> CheckResult:
+    """``settle`` for a scalar search: the states from its cursor on are unexpanded."""
+    st, model = search.st, search.model
+
+    def build():
+        unexpanded = np.zeros(len(st.states), dtype=bool)
+        unexpanded[st.cursor :] = True
+        graph = scalar_graph(model, st.states, st.cursor, search.canonical)
+        return graph, lambda holds: scalar_marks(model, st.states, holds), unexpanded
+
+    return settle(result, order, graph_props, build, search.path_to)
