@@ -92,7 +92,8 @@ class BfsEngine:
                 if graph_props:
                     from . import graph
 
-                    result = graph.settle_vector(search, result, properties, graph_props)
+                    watch = Limits(options, time.monotonic(), observer).exceeded
+                    result = graph.settle_vector(search, result, properties, graph_props, watch)
                 result.kernel, result.workers = "vector", search.workers
                 return result
         if (self.workers or 1) > 1 and saving is None and not graph_props:
@@ -106,7 +107,8 @@ class BfsEngine:
             if graph_props:
                 from . import graph
 
-                result = graph.settle_scalar(search, result, properties, graph_props)
+                watch = Limits(options, time.monotonic(), observer).exceeded
+                result = graph.settle_scalar(search, result, properties, graph_props, watch)
         result.kernel, result.kernel_note = "scalar", note
         return result
 

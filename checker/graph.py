@@ -22,6 +22,7 @@ shortest counterexample.
 
 from __future__ import annotations
 
+import time
 from array import array
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
@@ -32,6 +33,7 @@ import numpy as np
 from isrcheck.model.ops_int import state_predicate
 from isrcheck.properties import Property
 
+from .engine import peak_rss
 from .result import CheckResult, Path, property_results
 
 GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call
@@ -95,18 +97,36 @@ class Verdict:
         return f"{self.limited:,} states recover only past the bounds" if self.limited else ""
 
 
-def decide(graph: StateGraph, target: np.ndarray, beyond: np.ndarray) -> Verdict:
-    """``target``: where the property's goal holds; ``beyond``: where the bounds may block the way."""
+def decide(graph: StateGraph, target: np.ndarray, beyond: np.ndarray, hopeless: np.ndarray | None = None) -> Verdict:
+    """``target``: where the property's goal holds; ``beyond``: where the bounds may block the
+    way; ``hopeless``: where the goal can never hold again, whatever the bounds."""
     recovers = graph.reaching(target)
     lost = ~recovers
     limited = lost & graph.reaching(beyond)
+    if hopeless is not None:
+        limited &= ~hopeless
     stuck = np.flatnonzero(lost & ~limited)
     return Verdict(int(stuck[0]) if len(stuck) else None, len(stuck), int(limited.sum()))
 
 
 # ---- the BFS engines' stored states -----------------------------------------------------------------------
-def vector_graph(search: Any, expanded: int) -> StateGraph:
-    """The graph of a vector search's levels, the first ``expanded`` of them re-expanded."""
+class GraphStopped(Exception):
+    """A limit (time, memory, Ctrl-C) stopped the graph's building: its reason."""
+
+
+def _watching(watch: Callable[[], str]) -> None:
+    reason = watch()
+    if reason:
+        raise GraphStopped(reason)
+
+
+def _unwatched() -> str:
+    return ""
+
+
+def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatched) -> StateGraph:
+    """The graph of a vector search's levels, the first ``expanded`` of them re-expanded;
+    ``watch`` is looked at between chunks (a reason to stop, or '')."""
     kernel, levels = search.kernel, search.keys
     fps = np.concatenate([kernel.fingerprints(k) for k in levels])
     order = np.argsort(fps)
@@ -115,6 +135,7 @@ def vector_graph(search: Any, expanded: int) -> StateGraph:
     sources, targets = [], []
     for level, keys in enumerate(levels[:expanded]):
         for start in range(0, keys.shape[1], GRAPH_CHUNK):
+            _watching(watch)
             succ, rows, _ = kernel.expand(keys[:, start : start + GRAPH_CHUNK])
             if search.symmetry:
                 succ = kernel.canonical(succ)
@@ -130,11 +151,16 @@ def vector_marks(search: Any, holds: Callable[[Any, Any], Any]) -> np.ndarray:
     return np.concatenate([np.asarray(pred(search.kernel.components(k)), dtype=bool) for k in search.keys])
 
 
-def scalar_graph(model: Any, states: Sequence[int], expanded: int, canonical: Callable[[int], int] | None) -> StateGraph:
+def scalar_graph(
+    model: Any, states: Sequence[int], expanded: int, canonical: Callable[[int], int] | None,
+    watch: Callable[[], str] = _unwatched,
+) -> StateGraph:
     """The graph of a scalar search's states, the first ``expanded`` of them re-expanded."""
     index = {s: i for i, s in enumerate(states)}
     sources, targets = array("q"), array("q")
     for i in range(expanded):
+        if not i % 4096:
+            _watching(watch)
         for _, t in model.successors(states[i]):
             sources.append(i)
             targets.append(index[canonical(t) if canonical else t])
@@ -158,11 +184,15 @@ def settle(
     results. ``build`` gives the graph, the marks of a definition, and the states left
     unexpanded (a depth limit); nothing is decided when the search stopped early."""
     decided: dict[str, tuple[Path | None, str]] = {}
-    if result.complete and result.exhausted and graph_props:
-        graph, marks, unexpanded = build()
-        for prop in graph_props:
-            v = decide(graph, marks(prop.holds), marks(prop.beyond) | unexpanded)
-            decided[prop.name] = (None if v.first_stuck is None else path_to(v.first_stuck), v.note())
+    started = time.monotonic()
+    try:
+        if result.complete and result.exhausted and graph_props:
+            _decide_all(decided, graph_props, build, path_to)
+    except GraphStopped as e:
+        decided = {}
+        result = replace(result, complete=False, exhausted=False, stop_reason=str(e))
+    result.stats.seconds += time.monotonic() - started
+    result.stats.peak_memory = peak_rss()
     results = {r.name: r for r in result.properties}
     for r in property_results(graph_props, {n: p for n, (p, _) in decided.items() if p}, bool(decided)):
         note = decided.get(r.name, (None, ""))[1]
@@ -171,7 +201,17 @@ def settle(
     return replace(result, properties=[results[p.name] for p in order])
 
 
-def settle_vector(search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property]) -> CheckResult:
+def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable, path_to: Callable[[int], Path]) -> None:
+    graph, marks, unexpanded = build()
+    for prop in graph_props:
+        hopeless = marks(prop.hopeless) if prop.hopeless is not None else None
+        v = decide(graph, marks(prop.holds), marks(prop.beyond) | unexpanded, hopeless)
+        decided[prop.name] = (None if v.first_stuck is None else path_to(v.first_stuck), v.note())
+
+
+def settle_vector(
+    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property], watch: Callable[[], str]
+) -> CheckResult:
     """``settle`` for a vector search: a depth limit leaves its last level unexpanded."""
     sizes = [k.shape[1] for k in search.keys]
     starts = np.cumsum([0] + sizes)
@@ -180,7 +220,7 @@ def settle_vector(search: Any, result: CheckResult, order: Sequence[Property], g
         expanded = len(sizes) - (1 if result.stats.queue else 0)
         unexpanded = np.zeros(int(starts[-1]), dtype=bool)
         unexpanded[starts[expanded] :] = True
-        return vector_graph(search, expanded), lambda holds: vector_marks(search, holds), unexpanded
+        return vector_graph(search, expanded, watch), lambda holds: vector_marks(search, holds), unexpanded
 
     def path_to(index: int) -> Path:
         level = int(np.searchsorted(starts, index, side="right")) - 1
@@ -189,14 +229,16 @@ def settle_vector(search: Any, result: CheckResult, order: Sequence[Property], g
     return settle(result, order, graph_props, build, path_to)
 
 
-def settle_scalar(search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property]) -> CheckResult:
+def settle_scalar(
+    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property], watch: Callable[[], str]
+) -> CheckResult:
     """``settle`` for a scalar search: the states from its cursor on are unexpanded."""
     st, model = search.st, search.model
 
     def build():
         unexpanded = np.zeros(len(st.states), dtype=bool)
         unexpanded[st.cursor :] = True
-        graph = scalar_graph(model, st.states, st.cursor, search.canonical)
+        graph = scalar_graph(model, st.states, st.cursor, search.canonical, watch)
         return graph, lambda holds: scalar_marks(model, st.states, holds), unexpanded
 
     return settle(result, order, graph_props, build, search.path_to)

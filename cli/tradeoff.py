@@ -2,10 +2,11 @@
 
 Columns: the configuration options that differ between rows (the ones all rows
 share go into one line above the table), then every ``always`` property checked
-(durability: holds, or violated in how many states), then the ``sometimes``
-properties, ``write-after-crash`` first, shown as "writes with one broker down":
-yes when a write is acknowledged while a broker is down, no when the bounded
-space has none; last, the seconds the check's search took. Cells whose
+(durability: holds, or violated in how many states), then availability: the
+``sometimes`` properties, ``write-after-crash`` first, shown as "writes with one
+broker down" (yes when a write is acknowledged while a broker is down, no when the
+bounded space has none), and the graph properties (``can-recover`` as "recovers by
+itself": yes, or no with the trace to a stuck state); last, the seconds the check's search took. Cells whose
 expectation was not met say what was expected.
 """
 
@@ -27,7 +28,7 @@ from .suite_run import CheckReport, Judgement
 
 AVAILABILITY = "write-after-crash"
 SECONDS = "seconds"  # the check's search time, the last column
-HEADINGS = {AVAILABILITY: "writes with one broker down"}
+HEADINGS = {AVAILABILITY: "writes with one broker down", "can-recover": "recovers by itself"}
 LEGEND = (
     "A trace of N states is the initial state and N-1 steps, the shortest the breadth-first search found. "
     "Every verdict holds within the suite's bounds (records, log size, leader epochs, crashes)."
@@ -82,9 +83,8 @@ def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgem
     if len({tuple(get(c) for _, get in varying) for c in checks}) < len(checks) or not varying:
         varying = [("check", lambda k: k.name)] + varying
     props = {p for c in checks for p in c.properties}
-    durability = [p for p in NAMES if p in props and verdict.always(BY_NAME[p])]
-    availability = [p for p in [AVAILABILITY] + list(NAMES)
-                    if p in props and BY_NAME[p].expectation == "sometimes"]
+    durability = [p for p in NAMES if p in props and _durability(p)]
+    availability = [p for p in [AVAILABILITY] + list(NAMES) if p in props and not _durability(p)]
     availability = list(dict.fromkeys(availability))
     judged = {(j.check, j.property): j for j in judgements}
     rows = []
@@ -104,6 +104,12 @@ def build(suite: Suite, reports: dict[str, CheckReport], judgements: list[Judgem
     return Table(suite.name, suite.description, fixed_words, columns, len(varying), tuple(rows))
 
 
+def _durability(name: str) -> bool:
+    """An ``always`` property about states (graph properties, like can-recover, are availability)."""
+    prop = BY_NAME[name]
+    return verdict.always(prop) and not prop.graph
+
+
 def _cell(check: SuiteCheck, rep: CheckReport, prop: str, j: Judgement | None) -> Cell:
     if prop not in check.properties:
         return Cell("-")
@@ -118,6 +124,10 @@ def _cell(check: SuiteCheck, rep: CheckReport, prop: str, j: Judgement | None) -
         if said == "witnessed":
             return Cell(f"yes ({p.trace_length} states)", "good", p.trace_file, note)
         return Cell("no", "bad", None, note)
+    if BY_NAME[prop].graph:
+        if said == "violated":
+            return Cell(f"no: stuck after {p.trace_length} states", "bad", p.trace_file, note)
+        return Cell("yes", "good", None, note)
     if said == "witnessed":
         return Cell(f"witnessed ({p.trace_length} states)", "good", p.trace_file, note)
     if said == "violated":
@@ -164,7 +174,7 @@ p.small { color: #57606a; font-size: .9em; max-width: 60em; }
 def html_page(table: Table, out: Path) -> str:
     """A self-contained HTML page; trace links are relative to where the page is written."""
     esc = html.escape
-    n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and verdict.always(BY_NAME[c]))
+    n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and _durability(c))
     n_av = len(table.columns) - table.n_config - n_dur - 1  # the last column is the seconds
     head = [f'<th class="group" colspan="{table.n_config}">configuration</th>']
     if n_dur:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import alive, quorum_epoch, true_leader_is
+from isrcheck.model.fields import alive, quorum_epoch, restarts, true_leader_is
 from isrcheck.model.ops_int import state_predicate
 
 from . import compiled, explain
@@ -40,6 +40,9 @@ class Property:
     # a graph property: from every reachable state, a state where ``holds`` holds can be reached;
     # ``beyond`` marks states where the bounds, not the protocol, may block the way (checker/graph.py)
     beyond: Callable[[Any, Any], Any] | None = None
+    # graph properties: where the target can never hold again, within or past the bounds (a
+    # monotone argument: such a state is stuck even where it could still reach ``beyond``)
+    hopeless: Callable[[Any, Any], Any] | None = None
 
     @property
     def graph(self) -> bool:
@@ -139,9 +142,25 @@ def _write_after_crash(s, x):
 
 def _writable(s, x):
     """The partition takes writes: a live true leader whose ISR is large enough for the acks
-    (min.insync.replicas for acks=all, itself otherwise), so a new record can be acknowledged."""
+    (min.insync.replicas for acks=all, itself otherwise) and has no crashed member, so that
+    a new record can be acknowledged (acks=all waits for every ISR member to fetch it)."""
+    rf, acks_all = s.cfg.rf, s.cfg.acks == "all"
+    need = s.cfg.min_isr if acks_all else 1
+
+    def takes_writes(r):
+        members_up = x.all_(x.implies(x.has(s.isr[r], m), alive(s, m)) for m in range(rf) if m != r) if acks_all else True
+        return x.and_(true_leader_is(s, x, r), alive(s, r), x.size(s.isr[r]) >= need, members_up)
+
+    return x.any_(takes_writes(r) for r in range(rf))
+
+
+def _too_few_brokers(s, x):
+    """Fewer brokers are up than a write needs, and none comes back (``--no-restarts``): a
+    writable state needs that many live ISR members, and the live count never grows."""
+    if restarts(s.cfg):
+        return False
     need = s.cfg.min_isr if s.cfg.acks == "all" else 1
-    return x.any_(x.and_(true_leader_is(s, x, r), alive(s, r), x.size(s.isr[r]) >= need) for r in range(s.cfg.rf))
+    return x.count(alive(s, r) for r in range(s.cfg.rf)) < need
 
 
 def _out_of_epochs(s, x):
@@ -218,8 +237,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property(
         "can-recover", "always",
         "the partition can always take writes again without a person stepping in: from every reachable state, "
-        "a state with a live leader whose ISR meets min.insync.replicas (acks=all) can be reached",
-        _kafka, _writable, _NOT_CORE, explain=explain.stuck, beyond=_out_of_epochs,
+        "a state with a live leader whose ISR meets min.insync.replicas, every member up (acks=all), can be reached",
+        _kafka, _writable, _NOT_CORE, explain=explain.stuck, beyond=_out_of_epochs, hopeless=_too_few_brokers,
     ),
 )
 

@@ -165,19 +165,22 @@ def stuck(states: Sequence[Any]) -> Diagnosis | None:
     """can-recover: why no step the system can take makes the partition writable again."""
     ps = states[-1]
     down = [r for r, rs in enumerate(ps.replicas) if not rs.alive]
+    live = [r for r, rs in enumerate(ps.replicas) if rs.alive]
+    if not down:
+        return Diagnosis("no step the brokers or the controller can take makes the partition writable again")
     gone = f"{_brokers(down)} {'are' if len(down) > 1 else 'is'} down for good"
     isr, leader = ps.quorum.isr, ps.true_leader()
     if leader is None and isr and all(r in down for r in isr):
-        others = [r for r in range(len(ps.replicas)) if r not in down]
-        unclean = (f"; only an unclean election could choose {_brokers(others)}, outside the ISR"
-                   if others else "; no replica is left to elect")
+        unclean = (f"; only an unclean election could choose {_brokers(live)}, outside the ISR"
+                   if live else "; no replica is left to elect")
         return Diagnosis(f"the partition is offline: {gone}, and the ISR {fmt_isr(isr)} has no live member{unclean}")
+    left = f"only {_brokers(live)} {'is' if len(live) == 1 else 'are'} left" if live else "no broker is left"
     if leader is not None:
         return Diagnosis(
-            f"broker {leader} leads with ISR {fmt_isr(ps.replicas[leader].isr)}, too few for min.insync.replicas, and "
-            f"{gone if down else 'no follower can catch up'}: acks=all writes get NotEnoughReplicas from now on"
+            f"broker {leader} leads with ISR {fmt_isr(ps.replicas[leader].isr)}, but {gone} and {left}: the ISR "
+            "cannot grow back to min.insync.replicas, so acks=all writes get NotEnoughReplicas from now on"
         )
-    return Diagnosis(f"no leader can be elected: {gone if down else 'no broker can take over'}")
+    return Diagnosis(f"{gone} and {left}, too few for min.insync.replicas: no acks=all write can be acknowledged again")
 
 
 def _brokers(ids: Sequence[int]) -> str:

@@ -22,7 +22,10 @@ class FutureTooLarge(ValueError):
 
 
 def stuck(model: Any, prop: Any, state: int, limit: int = FUTURE_LIMIT) -> bool:
-    """No state reachable from ``state`` (itself included) reaches the target or the bounds."""
+    """``state`` is hopeless, or no state reachable from it (itself included) reaches the
+    target or the bounds."""
+    if prop.hopeless is not None and state_predicate(model.layout, prop.hopeless)(state):
+        return True
     target = prop.derived(model)
     beyond = state_predicate(model.layout, prop.beyond)
     seen, frontier = {state}, [state]

@@ -173,3 +173,22 @@ def test_engines_without_the_graph_say_so(engine, tmp_path):
 def test_graph_properties_are_checked_when_named():
     assert "can-recover" not in {p.name for p in select(ModelConfig(rf=2, crashes=1))}
     assert [p.name for p in select(ModelConfig(rf=2), ["can-recover"])] == ["can-recover"]
+
+
+def test_a_limit_stops_the_graph_stage_with_nothing_decided():
+    from isrcheck.checker.graph import settle_vector
+
+    model, search = _whole_space(OFFLINE, True)
+    result = search._result(1.0, True)
+    settled = settle_vector(search, result, [CAN_RECOVER], [CAN_RECOVER], lambda: "time limit")
+    assert (settled.complete, settled.stop_reason) == (False, "time limit")
+    assert settled.by_name("can-recover").status == "unknown"
+
+
+def test_min_isr_above_the_live_brokers_is_stuck_at_once_whatever_the_election():
+    # hopeless: with min-isr 3 and a broker down for good no ISR of three comes back, even
+    # where the controller could go on electing (and using epochs) without end
+    for unclean in (False, True):
+        config = ModelConfig(rf=3, min_isr=3, crashes=1, restarts=False, unclean_election=unclean)
+        status, length, _, _ = _verdict(config, "vector")
+        assert (status, length) == ("violated", 2)
