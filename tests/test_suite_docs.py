@@ -68,3 +68,16 @@ def test_the_readme_trade_off_table_is_what_its_suite_generates(tmp_path):
     assert "96 met, 0 not met" in proc.stderr
     assert len(table_without_seconds(shown)) == 26
     assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+
+
+@pytest.mark.slow
+def test_the_readme_availability_table_is_what_its_suite_generates(tmp_path):
+    """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(r"### Availability: does the partition come back by itself\?\n(.*?)\nReading it", readme, re.S).group(1)
+    proc = run_cli("check-suite", str(ROOT / "examples" / "availability-rf3.toml"), "--markdown", "--jobs", "2",
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "72 met, 0 not met" in proc.stderr
+    assert len(table_without_seconds(shown)) == 26
+    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
