@@ -36,7 +36,8 @@ CONFIGS = {
 # processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
 # function derived from the action definitions instead of the hand-fused one of fused.py);
 # "tables" is the time to build the model's tables (and the vector kernel's), before the search;
-# --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does).
+# --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does),
+# and so is --property (default: every state property that applies).
 CHILD = r"""
 import json, os, resource, sys, time
 from click.core import ParameterSource
@@ -63,14 +64,14 @@ if p["kernel"] == "vector":
     from isrcheck.model.kernel import kernel_for
     from isrcheck.properties import select
     kernel = kernel_for(model)  # kept for this configuration: the run below reuses it
-    for prop in select(config):
+    for prop in select(config, list(p["properties"]) or None):
         kernel.predicate(prop)
     if p["symmetry"]:
         kernel.supports_symmetry()
 tables = time.perf_counter() - t
 baseline = current_rss()
 t, cpu = time.perf_counter(), time.process_time()
-run = CheckRun(config, "bfs", (), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
+run = CheckRun(config, "bfs", tuple(p["properties"]), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
                engine_args=engine_args, checkpoint_dir=p["checkpoint_dir"])
 result = run_check(run).result
 s = result.stats

@@ -16,7 +16,8 @@ in 2 worker processes (their peaks summed, the baseline subtracted once). "deriv
 action definitions (``ops_int.DerivedSuccessors``) instead of the hand-fused ``fused.py``.
 The issue's targets: kip320-rf3 within 1 s including tables, kip320-rf3-e3 within
 6 s on both cores at 60 bytes a state at most, main-job (the Kafka model) within 15 s,
-main-job-checkpoint within 1.5 times main-job on the same run.
+main-job-checkpoint within 1.5 times main-job on the same run; main-job-can-recover (the
+whole space, its graph and the graph property) within 3 times main-job.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ TARGETS = {
     "main-job-3.6": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.6"],  # the main job before strict min ISR
     # the main job saving a checkpoint at every level (issue 17: within 1.5 times main-job)
     "main-job-checkpoint": ["--rf", "3", "--min-isr", "2", "--checkpoint", "{fresh folder}"],
+    # the main job's space with its state graph kept and can-recover decided over it (issue 19)
+    "main-job-can-recover": ["--rf", "3", "--min-isr", "2", "--property", "can-recover"],
 }
 RUNS = {  # name -> (kernel, threads, the derived successor function instead of the fused one)
     "scalar": ("scalar", None, False),

@@ -239,6 +239,7 @@ PROPERTIES: tuple[Property, ...] = (
         "the partition can always take writes again without a person stepping in: from every reachable state, "
         "a state with a live leader whose ISR meets min.insync.replicas, every member up (acks=all), can be reached",
         _kafka, _writable, _NOT_CORE, explain=explain.stuck, beyond=_out_of_epochs, hopeless=_too_few_brokers,
+        fast=compiled.writable_compiled,
     ),
 )
 

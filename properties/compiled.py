@@ -225,3 +225,29 @@ def write_after_crash_compiled(model: ReplicationModel) -> Predicate:
         return False
 
     return holds
+
+
+def writable_compiled(model: ReplicationModel) -> Predicate:
+    """can-recover's target: a live true leader whose ISR meets the acks' minimum, every
+    member up for acks=all."""
+    T = _Tables.of(model)
+    L, cfg = T.L, model.config
+    NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
+    acks_all = cfg.acks == "all"
+    need = cfg.min_isr if acks_all else 1
+    POP, R = L.popcount, range(L.rf)
+
+    def holds(s: int) -> bool:
+        nle = (s >> NLE_SH) & NLE_M
+        if not nle:
+            return False
+        q = L.slot_leader(L.slots[nle - 1].get(s))
+        if q < 0:
+            return False
+        infos = T.infos(s)
+        _, ep, ld, isr, _, _, _, life, *_ = infos[q]
+        if ld != q or ep != nle - 1 or life or POP[isr] < need:
+            return False
+        return not acks_all or not any(isr >> m & 1 and infos[m][7] for m in R)
+
+    return holds

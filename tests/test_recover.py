@@ -23,6 +23,7 @@ from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.engine import CheckOptions
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.kernel import kernel_for
+from isrcheck.model.ops_int import state_predicate
 from isrcheck.properties import BY_NAME, select
 from isrcheck.traces import itf
 from isrcheck.traces.trace import TraceError
@@ -110,8 +111,10 @@ def test_the_vector_and_scalar_graphs_are_the_same_graph(symmetry):
     for i in range(vector.n):  # the same successors, perhaps in another order
         a, b = (g.targets[g.offsets[i] : g.offsets[i + 1]] for g in (vector, scalar))
         assert sorted(a.tolist()) == sorted(b.tolist())
-    for holds in (CAN_RECOVER.holds, CAN_RECOVER.beyond):
-        assert np.array_equal(vector_marks(search, holds), scalar_marks(model, states, holds))
+    for holds in (CAN_RECOVER.holds, CAN_RECOVER.beyond, CAN_RECOVER.hopeless):
+        pred = state_predicate(model.layout, holds)
+        assert np.array_equal(vector_marks(search, holds), scalar_marks(states, pred))
+    assert np.array_equal(scalar_marks(states, CAN_RECOVER.compile(model)), vector_marks(search, CAN_RECOVER.holds))
 
 
 @settings(max_examples=60, deadline=None)
