@@ -77,7 +77,8 @@ class BfsEngine:
         observer = observer or Observer()
         graph_props = [p for p in properties if p.graph]
         state_props = [p for p in properties if not p.graph]
-        if graph_props:  # decided over the whole explored graph, after the search
+        keep = bool(graph_props) or options.keep_graph
+        if keep:  # the whole explored graph, built after the search
             options = replace(options, explore_all=True)
         note = ""
         if self.kernel == "vector" and saving is not None and saving.resuming and not saving.vector_saved:
@@ -89,14 +90,14 @@ class BfsEngine:
 
                 search = VectorSearch(model, kernel, state_props, options, observer, self.workers, saving=saving)
                 result = search.run()
-                if graph_props:
+                if keep:
                     from . import graph
 
                     watch = Limits(options, time.monotonic(), observer).exceeded
-                    result = graph.settle_vector(search, result, properties, graph_props, watch)
+                    result = graph.settle_vector(search, result, properties, graph_props, watch, options.keep_graph)
                 result.kernel, result.workers = "vector", search.workers
                 return result
-        if (self.workers or 1) > 1 and saving is None and not graph_props:
+        if (self.workers or 1) > 1 and saving is None and not keep:
             from .bfs_parallel import ParallelBfsEngine
 
             result = ParallelBfsEngine(self.workers).check(model, properties, options, observer)
@@ -104,11 +105,11 @@ class BfsEngine:
             resume, checkpoint = saving.scalar((model.layout.state_bits + 7) // 8) if saving else (None, None)
             search = _Search(model, state_props, options, observer, resume, checkpoint)
             result = search.run()
-            if graph_props:
+            if keep:
                 from . import graph
 
                 watch = Limits(options, time.monotonic(), observer).exceeded
-                result = graph.settle_scalar(search, result, properties, graph_props, watch)
+                result = graph.settle_scalar(search, result, properties, graph_props, watch, options.keep_graph)
         result.kernel, result.kernel_note = "scalar", note
         return result
 

@@ -27,6 +27,7 @@ class CheckOptions:
     progress_interval: float = 2.0  # seconds between progress reports
     checkpoint_every: float = 300.0  # seconds between checkpoints inside a level, when checkpointing
     started: float | None = None  # time.monotonic() when the run began (tables, resume): the time limit counts from it
+    keep_graph: bool = False  # keep the explored state graph in the result (bfs: --graph); explores everything
 
 
 @dataclass(slots=True)

@@ -43,8 +43,11 @@ GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call
 class StateGraph:
     """Successor edges of states 0..n-1: state i's are ``targets[offsets[i]:offsets[i + 1]]``."""
 
-    def __init__(self, offsets: np.ndarray, targets: np.ndarray) -> None:
+    def __init__(self, offsets: np.ndarray, targets: np.ndarray, actions: np.ndarray | None = None) -> None:
         self.offsets, self.targets = offsets, targets  # int64 (n + 1); int32 (int64 past 2**31 states)
+        self.actions = actions  # each edge's action index, where known
+        self.level_starts: np.ndarray | None = None  # the BFS levels: states level_starts[d]..[d + 1] - 1
+        self.action_names: list[str] = []
         self._reverse: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
@@ -56,22 +59,25 @@ class StateGraph:
         return self.offsets.nbytes + self.targets.nbytes + sum(a.nbytes for a in self._reverse or ())
 
     @classmethod
-    def from_sorted(cls, n: int, sources: np.ndarray, targets: np.ndarray) -> "StateGraph":
+    def from_sorted(cls, n: int, sources: np.ndarray, targets: np.ndarray, actions: np.ndarray | None = None) -> "StateGraph":
         """Edges given with their sources in increasing order."""
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(sources, minlength=n), out=offsets[1:])
-        return cls(offsets, targets.astype(index_dtype(n), copy=False))
+        return cls(offsets, targets.astype(index_dtype(n), copy=False), actions)
 
     @classmethod
     def from_edges(cls, n: int, sources: np.ndarray, targets: np.ndarray) -> "StateGraph":
         order = np.argsort(sources, kind="stable")
         return cls.from_sorted(n, sources[order], targets[order])
 
+    def sources(self) -> np.ndarray:
+        """Each edge's source state."""
+        return np.repeat(np.arange(self.n, dtype=self.targets.dtype), np.diff(self.offsets))
+
     def reverse(self) -> tuple[np.ndarray, np.ndarray]:
         """The reversed graph's offsets and targets (built once)."""
         if self._reverse is None:
-            n, dtype = self.n, self.targets.dtype
-            sources = np.repeat(np.arange(n, dtype=dtype), np.diff(self.offsets))
+            n, sources = self.n, self.sources()
             offsets = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(np.bincount(self.targets, minlength=n), out=offsets[1:])
             self._reverse = offsets, sources[np.argsort(self.targets, kind="stable")]
@@ -153,19 +159,24 @@ def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatch
     order = np.argsort(fps).astype(dtype)
     known = fps[order]
     starts = np.cumsum([0] + [k.shape[1] for k in levels])
-    sources, targets = [], []
+    sources, targets, actions = [], [], []
     for level, keys in enumerate(levels[:expanded]):
         for start in range(0, keys.shape[1], GRAPH_CHUNK):
             _watching(watch)
-            succ, rows, _ = kernel.expand(keys[:, start : start + GRAPH_CHUNK])
+            succ, rows, acts = kernel.expand(keys[:, start : start + GRAPH_CHUNK])
             if search.symmetry:
                 succ = kernel.canonical(succ)
             by_row = np.argsort(rows, kind="stable")  # chunk by chunk: the edges come out sorted
             sources.append((rows[by_row] + (starts[level] + start)).astype(dtype))
             targets.append(order[np.searchsorted(known, kernel.fingerprints(succ))][by_row])
+            actions.append(acts[by_row])
     del order, known, fps
     empty = np.empty(0, dtype=dtype)
-    return StateGraph.from_sorted(int(starts[-1]), np.concatenate(sources or [empty]), np.concatenate(targets or [empty]))
+    graph = StateGraph.from_sorted(int(starts[-1]), np.concatenate(sources or [empty]),
+                                   np.concatenate(targets or [empty]),
+                                   np.concatenate(actions or [np.empty(0, dtype=kernel.action_dtype)]))
+    graph.level_starts = starts.astype(np.int64)
+    return graph
 
 
 def vector_marks(search: Any, holds: Callable[[Any, Any], Any]) -> np.ndarray:
@@ -180,15 +191,17 @@ def scalar_graph(
 ) -> StateGraph:
     """The graph of a scalar search's states, the first ``expanded`` of them re-expanded."""
     index = {s: i for i, s in enumerate(states)}
-    sources, targets = array("q"), array("q")
+    sources, targets, actions = array("q"), array("q"), array("l")
     for i in range(expanded):
         if not i % 4096:
             _watching(watch)
-        for _, t in model.successors(states[i]):
+        for a, t in model.successors(states[i]):
             j = index.get(t)  # a stored state is canonical: no need to canonicalise it (as the search)
             sources.append(i)
             targets.append(j if j is not None else index[canonical(t) if canonical else t])
-    return StateGraph.from_sorted(len(states), np.frombuffer(sources, dtype=np.int64), np.frombuffer(targets, dtype=np.int64))
+            actions.append(a)
+    return StateGraph.from_sorted(len(states), np.frombuffer(sources, dtype=np.int64),
+                                  np.frombuffer(targets, dtype=np.int64), np.frombuffer(actions, dtype=np.int64))
 
 
 def scalar_marks(states: Sequence[int], pred: Callable[[int], bool], rows=None) -> np.ndarray:
@@ -207,15 +220,18 @@ def settle(
     graph_props: Sequence[Property],
     build: Callable[[], tuple[StateGraph, Callable[[Any], np.ndarray], np.ndarray]],
     path_to: Callable[[int], Path],
+    keep: bool = False,
 ) -> CheckResult:
     """Decide the graph properties of a finished search and put them in ``order`` among its
-    results. ``build`` gives the graph, the marks of a definition, and the states left
-    unexpanded (a depth limit); nothing is decided when the search stopped early."""
+    results; ``keep``: the graph goes with the result. ``build`` gives the graph, the marks
+    of a definition, and the states left unexpanded (a depth limit); nothing is decided
+    when the search stopped early."""
     decided: dict[str, tuple[Path | None, str]] = {}
     started = time.monotonic()
+    graph = None
     try:
-        if result.complete and result.exhausted and graph_props:
-            _decide_all(decided, graph_props, build, path_to)
+        if result.complete and result.exhausted:
+            graph = _decide_all(decided, graph_props, build, path_to)
     except GraphStopped as e:
         decided = {}
         result = replace(result, complete=False, exhausted=False, stop_reason=str(e))
@@ -226,10 +242,10 @@ def settle(
         note = decided.get(r.name, (None, ""))[1]
         r.note = "; ".join(w for w in (note, result.search_note) if w)
         results[r.name] = r
-    return replace(result, properties=[results[p.name] for p in order])
+    return replace(result, properties=[results[p.name] for p in order], graph=graph if keep else None)
 
 
-def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable, path_to: Callable[[int], Path]) -> None:
+def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable, path_to: Callable[[int], Path]) -> StateGraph:
     graph, marks, unexpanded = build()
     for prop in graph_props:
         target = marks(prop.holds)
@@ -237,10 +253,12 @@ def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable,
         hopeless = marks(prop.hopeless, lost) if prop.hopeless is not None else None
         v = decide(graph, target, marks(prop.beyond, lost) | unexpanded, hopeless)
         decided[prop.name] = (None if v.first_stuck is None else path_to(v.first_stuck), v.note())
+    return graph
 
 
 def settle_vector(
-    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property], watch: Callable[[], str]
+    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property],
+    watch: Callable[[], str], keep: bool = False,
 ) -> CheckResult:
     """``settle`` for a vector search: a depth limit leaves its last level unexpanded."""
     sizes = [k.shape[1] for k in search.keys]
@@ -250,17 +268,20 @@ def settle_vector(
         expanded = len(sizes) - (1 if result.stats.queue else 0)
         unexpanded = np.zeros(int(starts[-1]), dtype=bool)
         unexpanded[starts[expanded] :] = True
-        return vector_graph(search, expanded, watch), lambda holds, rows=None: vector_marks(search, holds), unexpanded
+        graph = vector_graph(search, expanded, watch)
+        graph.action_names = [str(a) for a in search.model.catalogue]
+        return graph, lambda holds, rows=None: vector_marks(search, holds), unexpanded
 
     def path_to(index: int) -> Path:
         level = int(np.searchsorted(starts, index, side="right")) - 1
         return search.path_to(level, index - int(starts[level]))
 
-    return settle(result, order, graph_props, build, path_to)
+    return settle(result, order, graph_props, build, path_to, keep)
 
 
 def settle_scalar(
-    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property], watch: Callable[[], str]
+    search: Any, result: CheckResult, order: Sequence[Property], graph_props: Sequence[Property],
+    watch: Callable[[], str], keep: bool = False,
 ) -> CheckResult:
     """``settle`` for a scalar search: the states from its cursor on are unexpanded."""
     st, model = search.st, search.model
@@ -269,6 +290,9 @@ def settle_scalar(
         unexpanded = np.zeros(len(st.states), dtype=bool)
         unexpanded[st.cursor :] = True
         graph = scalar_graph(model, st.states, st.cursor, search.canonical, watch)
+        ends = st.level_ends if st.level_ends and st.level_ends[-1] == len(st.states) else [*st.level_ends, len(st.states)]
+        graph.level_starts = np.array([0, *ends], dtype=np.int64)
+        graph.action_names = [str(a) for a in model.catalogue]
         compiled = {p.holds: p.compile(model) for p in graph_props}  # a hand-written target where there is one
 
         def marks(holds, rows=None):
@@ -276,4 +300,4 @@ def settle_scalar(
 
         return graph, marks, unexpanded
 
-    return settle(result, order, graph_props, build, search.path_to)
+    return settle(result, order, graph_props, build, search.path_to, keep)

@@ -92,6 +92,7 @@ class CheckResult:
     workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
     replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
     search_note: str = ""  # what holds for every verdict (a fingerprint collision estimate); also each one's note
+    graph: Any = None  # the explored state graph (checker.graph.StateGraph), when kept
 
     def by_name(self, name: str) -> PropertyResult:
         for p in self.properties:

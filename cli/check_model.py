@@ -17,7 +17,7 @@ from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES
 from isrcheck.properties import NAMES, UnknownProperty
 
-from . import report
+from . import graph_files, report
 from .common import (MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs, UsageFailure,
                      available_cores, exit_code)
 from .runner import CheckOutcome, CheckRun, run_check
@@ -238,6 +238,9 @@ def feature_options(command):
 @click.option("--junit", "junit_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write a JUnit XML report: one test case per property (replaced atomically; a symbolic "
                    "link is followed, a device or FIFO refused).")
+@click.option("--graph", "graph_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
+              help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
+                   "(any size), .graphml or .dot (up to 200,000 states).")
 @click.option("--time-limit", callback=_duration, metavar="DURATION",
               help="Stop cleanly after this long (90s, 5m, 1h; at most a year).")
 @click.option("--max-memory", callback=_size, metavar="SIZE",
@@ -256,7 +259,9 @@ def main(**params) -> int:
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
     run = check_run_from(params, explicit)
-    check_outputs(run, params["junit_file"])
+    if params["graph_file"] is not None:
+        keep_graph(run, params["graph_file"])
+    check_outputs(run, params["junit_file"], params["graph_file"])
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
     if run.engine == "bfs" and run.engine_args["workers"] is None:
@@ -270,6 +275,8 @@ def main(**params) -> int:
         raise UsageFailure(f"the check stopped, nothing decided: {stopped_by(e, run)}") from None
     click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
     outputs = write_outputs(outcome, params["junit_file"])
+    if params["graph_file"] is not None:
+        graph_out(outputs, outcome, params["graph_file"])
     if params["view"]:
         from .view_trace import show_text
 
@@ -281,7 +288,25 @@ def main(**params) -> int:
     return exit_code(outcome.result)
 
 
-def check_outputs(run: CheckRun, junit_file: Path | None) -> None:
+def keep_graph(run: CheckRun, path: Path) -> None:
+    """--graph: the BFS engine keeps the explored graph for the file named."""
+    problem = graph_files.suffix_problem(path)
+    if not problem and run.engine != "bfs":
+        problem = f"--graph needs the explored state graph, which only --engine bfs keeps, not {run.engine}"
+    if problem:
+        raise UsageFailure(problem)
+    run.options = replace(run.options, keep_graph=True)
+
+
+def graph_out(outputs: Outputs, outcome: CheckOutcome, path: Path) -> None:
+    graph = outcome.result.graph
+    if graph is None:  # the search stopped before the graph was whole
+        outputs.failed.append(f"the state graph ({path}: the search did not finish, so it has no whole graph)")
+        return
+    outputs.write("state graph", path, lambda: graph_files.write(path, graph))
+
+
+def check_outputs(run: CheckRun, junit_file: Path | None, graph_file: Path | None = None) -> None:
     """Every path the run will write, checked before the search so that no result waits on it."""
     try:
         if run.trace_dir is not None:
@@ -292,6 +317,8 @@ def check_outputs(run: CheckRun, junit_file: Path | None) -> None:
             check_output_dir(run.resume_dir, "--resume", create=False)
         if junit_file is not None:
             check_output_file(junit_file, "--junit")
+        if graph_file is not None:
+            check_output_file(graph_file, "--graph")
     except FileProblem as e:
         raise UsageFailure(str(e)) from None
 
