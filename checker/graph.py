@@ -16,9 +16,11 @@ election or controller ISR change is left), or a ``--max-depth`` that left its
 successors unexplored. A state that can reach such a state is counted as limited by the
 bounds and never decides the property; only a state that cannot, whose every future
 stays inside the explored space and short of the bounds, is stuck. Such a state stays
-stuck whatever the bounds: more records, epochs or depth do not give it a single new
-step. The first stuck state in discovery order is a shallowest one, so its path is a
-shortest counterexample.
+stuck whatever the bounds: more epochs or depth give it no new step, and more records
+only more writes, which elect no leader and bring back no ISR member. So is a state the
+property calls hopeless (``Property.hopeless``: fewer brokers up than a write needs, and
+none coming back), whatever it can reach. The first stuck state in discovery order is a
+shallowest one, so its path is a shortest counterexample.
 """
 
 from __future__ import annotations
