@@ -107,6 +107,8 @@ class ToyProperty:
     holds: Any
     doc: str = ""
 
+    graph = False  # a state property (checker/graph.py decides graph properties)
+
     def applies(self, config: Any) -> bool:
         return True
 
