@@ -1,10 +1,18 @@
 """Engines behind one interface: ``check(model, properties, options, observer)``."""
 
+import importlib.util
+
+from isrcheck.model.config import ConfigError
+
 from .bfs import BfsEngine, SearchState
 from .engine import CheckOptions, Engine, Observer, Progress, SearchModel
 from .result import CheckResult, Path, PropertyResult, Stats
 
 ENGINES = ("bfs", "z3", "spark")
+
+
+class EngineUnavailable(ConfigError):
+    """An engine whose optional packages are not installed (one line for the user)."""
 
 
 def get_engine(name: str, **engine_args) -> Engine:
@@ -16,6 +24,9 @@ def get_engine(name: str, **engine_args) -> Engine:
 
         return Z3Engine(**engine_args)
     if name == "spark":
+        if importlib.util.find_spec("pyspark") is None:
+            raise EngineUnavailable("--engine spark needs PySpark, an optional part of isrcheck: "
+                                    "pip install 'isrcheck[spark]' (and Java 17 or later)")
         from .spark_engine import SparkEngine
 
         return SparkEngine(**engine_args)
@@ -24,6 +35,7 @@ def get_engine(name: str, **engine_args) -> Engine:
 
 __all__ = [
     "ENGINES",
+    "EngineUnavailable",
     "BfsEngine",
     "CheckOptions",
     "CheckResult",

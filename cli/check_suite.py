@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from isrcheck import __version__
 from isrcheck.files import FileProblem, check_output_dir, check_output_file
 
 from . import junit, tradeoff
@@ -139,6 +140,7 @@ def list_lines(suite: Suite) -> list[str]:
 
 
 @click.command("check-suite", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="check-suite", message="%(prog)s (isrcheck) %(version)s")
 @click.argument("suite_file", type=NonEmptyPath(dir_okay=False, path_type=Path), metavar="FILE.toml")
 @click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
               help="Checks run at once, each in its own process [default: the CPU cores]; "

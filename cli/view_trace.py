@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from isrcheck import __version__
 from isrcheck.files import FileProblem, check_output_file, followed, write_failure
 from isrcheck.traces import Trace, TraceError, itf
 from isrcheck.traces.view_data import build_view, load_checked
@@ -64,6 +65,7 @@ def check_page_path(out: Path) -> None:
 
 
 @click.command("view-trace", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="view-trace", message="%(prog)s (isrcheck) %(version)s")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--html", "html_out", type=NonEmptyPath(dir_okay=False, path_type=Path), metavar="OUT.html",
               help="Write a self-contained HTML page (step with the arrow keys) instead of printing. The page "
