@@ -18,7 +18,7 @@ from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES
 from isrcheck.properties import NAMES, UnknownProperty
 
-from . import graph_files, report
+from . import graph_files, kafka_config, report
 from .common import (MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs, UsageFailure,
                      available_cores, exit_code)
 from .runner import CheckOutcome, CheckRun, run_check
@@ -240,6 +240,13 @@ def feature_options(command):
 @click.option("--junit", "junit_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write a JUnit XML report: one test case per property (replaced atomically; a symbolic "
                    "link is followed, a device or FIFO refused).")
+@click.option("--config", "kafka_pairs", multiple=True, metavar="KEY=VALUE",
+              help="A setting in Kafka's own words (repeatable): replication.factor, min.insync.replicas, "
+                   "unclean.leader.election.enable, acks (all, -1, 1, 0), flush.messages; Kafka's other topic keys "
+                   "are listed as ignored.")
+@click.option("--topic-config", "topic_config", type=NonEmptyPath(dir_okay=False, path_type=Path),
+              help="The topic's settings from a file: KEY=VALUE lines (.properties), or what kafka-configs.sh "
+                   "--describe or kafka-topics.sh --describe print.")
 @click.option("--graph", "graph_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
                    "(any size), .graphml or .dot (up to 200,000 states).")
@@ -260,6 +267,8 @@ def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
+    for note in apply_kafka_keys(params, explicit):
+        click.echo(f"check-model: {note}", err=True)
     run = check_run_from(params, explicit)
     if params["graph_file"] is not None:
         keep_graph(run, params["graph_file"])
@@ -288,6 +297,24 @@ def main(**params) -> int:
                 show_text(trace, err=params["fmt"] == "json")
     outputs.finish()
     return exit_code(outcome.result)
+
+
+def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
+    """--topic-config and --config: Kafka's keys become option values (an option that says
+    otherwise is refused); returns the notes on the keys left aside."""
+    settings = kafka_config.KafkaSettings()
+    if params["topic_config"] is not None:
+        kafka_config.read_topic_config(params["topic_config"], settings)
+    for pair in params["kafka_pairs"]:
+        settings.add(*kafka_config.parse_pair(pair), "--config")
+    names = {field: key for key, (field, _) in kafka_config.MODELLED.items()}
+    for name, value in settings.values.items():
+        if name in explicit and params[name] != value:
+            option = FEATURE_OPTIONS.get(name, f"--{name}")
+            raise UsageFailure(f"{names[name]}={settings.given[names[name]]} disagrees with {option} {params[name]}")
+        params[name] = value
+        explicit.add(name)
+    return settings.notes()
 
 
 def keep_graph(run: CheckRun, path: Path) -> None:

@@ -10,6 +10,8 @@ from isrcheck.model.config import FEATURES
 from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
 
+from .kafka_config import in_kafka_words, kafka_values
+
 from .runner import CheckOutcome
 
 
@@ -44,6 +46,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
     release = outcome.run.config.release
     config.update(
         kafka_rules=release.rules() if release else None,
+        kafka_config=None if outcome.run.config.core else kafka_values(outcome.run.config),
         engine=outcome.run.engine,
         symmetry=opts.symmetry,
         max_depth=opts.max_depth,
@@ -118,6 +121,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     r = outcome.result
     s = r.stats
     lines = [f"isrcheck: {outcome.run.config.summary()}"]
+    if not outcome.run.config.core:
+        lines.append(f"kafka: {in_kafka_words(outcome.run.config)}")
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
     if r.workers > 1:
         kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"

@@ -1,0 +1,169 @@
+"""Kafka's own configuration keys in, the model's options out: ``--config KEY=VALUE`` and
+``--topic-config FILE``.
+
+A Kafka engineer has a topic's configuration in Kafka's words: ``min.insync.replicas=2``
+in a ``.properties`` file, or what ``kafka-configs.sh --describe`` and
+``kafka-topics.sh --describe`` print. The keys the model decides on become its options;
+the topic keys that Kafka has and the model does not look at (``retention.ms``, say) are
+listed once as ignored; a key Kafka does not have is refused with the nearest one it
+has. The topic-level keys are those of Kafka 3.9's ``TopicConfig`` (and the
+replication factor, which ``kafka-topics.sh`` prints beside them); ``acks`` is the
+producer's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from isrcheck.files import FileProblem, read_bounded
+
+from .common import UsageFailure
+
+
+def _number(key: str, text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,4}", text):
+        raise UsageFailure(f"{key}={text}: a whole number is needed")
+    return int(text)
+
+
+def _switch(key: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise UsageFailure(f"{key}={text}: true or false is needed")
+    return text.lower() == "true"
+
+
+def _acks(key: str, text: str) -> str:
+    value = {"all": "all", "-1": "all", "1": "1", "0": "0"}.get(text.lower())
+    if value is None:
+        raise UsageFailure(f"{key}={text}: Kafka's acks are all (or -1), 1 and 0")
+    return value
+
+
+def _flush(key: str, text: str) -> str:
+    """flush.messages=1 fsyncs every record (--flush always); any other interval leaves the
+    latest records to the page cache, which --flush os covers (it lets the OS flush any time)."""
+    return "always" if _number(key, text) == 1 else "os"
+
+
+# key -> (ModelConfig field, reading of Kafka's value)
+MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "replication.factor": ("rf", _number),
+    "min.insync.replicas": ("min_isr", _number),
+    "unclean.leader.election.enable": ("unclean_election", _switch),
+    "acks": ("acks", _acks),
+    "flush.messages": ("flush", _flush),
+}
+# Kafka's topic keys that no modelled behaviour depends on
+IGNORED = frozenset("""
+    cleanup.policy compression.type compression.gzip.level compression.lz4.level compression.zstd.level
+    delete.retention.ms file.delete.delay.ms flush.ms follower.replication.throttled.replicas index.interval.bytes
+    leader.replication.throttled.replicas local.retention.bytes local.retention.ms max.compaction.lag.ms
+    max.message.bytes message.downconversion.enable message.format.version message.timestamp.after.max.ms
+    message.timestamp.before.max.ms message.timestamp.difference.max.ms message.timestamp.type
+    min.cleanable.dirty.ratio min.compaction.lag.ms preallocate remote.log.copy.disable
+    remote.log.delete.on.disable remote.storage.enable retention.bytes retention.ms segment.bytes
+    segment.index.bytes segment.jitter.ms segment.ms
+""".split())
+# client keys the model will decide on once it has producer retries and consumer offsets
+NOT_YET = frozenset("""
+    enable.idempotence retries max.in.flight.requests.per.connection delivery.timeout.ms
+    enable.auto.commit auto.offset.reset
+""".split())
+KNOWN = tuple(sorted({*MODELLED, *IGNORED, *NOT_YET}))
+
+
+@dataclass
+class KafkaSettings:
+    """What Kafka keys said: model option values, and the keys left aside."""
+
+    values: dict[str, Any] = field(default_factory=dict)  # ModelConfig field -> value
+    given: dict[str, str] = field(default_factory=dict)  # key -> value, as the user wrote it
+    ignored: list[str] = field(default_factory=list)
+    not_yet: list[str] = field(default_factory=list)
+
+    def add(self, key: str, value: str, where: str) -> None:
+        key, value = key.strip(), value.strip()
+        if key in MODELLED:
+            name, read = MODELLED[key]
+            parsed = read(key, value)
+            if key in self.given and self.values[name] != parsed:
+                raise UsageFailure(f"{where}: {key} is given twice, as {self.given[key]} and {value}")
+            self.values[name], self.given[key] = parsed, value
+        elif key in IGNORED or key in NOT_YET:
+            aside = self.ignored if key in IGNORED else self.not_yet
+            if key not in aside:
+                aside.append(key)
+        else:
+            near = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.75)
+            hint = f"; did you mean {near[0]}?" if near else f"; the keys the model reads: {', '.join(MODELLED)}"
+            raise UsageFailure(f"{where}: {key} is not a Kafka topic or producer key{hint}")
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.ignored:
+            out.append(f"ignored (no modelled behaviour depends on them): {', '.join(self.ignored)}")
+        if self.not_yet:
+            out.append(f"ignored (producer retries and consumer offsets are not modelled yet): {', '.join(self.not_yet)}")
+        return out
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise UsageFailure(f"--config {text!r}: give KEY=VALUE, as in min.insync.replicas=2")
+    return key, value
+
+
+def read_topic_config(path: Path, settings: KafkaSettings) -> None:
+    """A .properties file, or what kafka-configs.sh --describe or kafka-topics.sh --describe print."""
+    try:
+        text = read_bounded(path, "--topic-config", limit=1 << 20).decode("utf-8")
+    except (OSError, FileProblem, UnicodeDecodeError) as e:
+        raise UsageFailure(f"--topic-config {path}: {getattr(e, 'strerror', None) or e}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        where = f"{path}:{n}"
+        line = line.strip()
+        if not line or line.startswith(("#", "!")) or re.match(r"(Dynamic|All|Static) configs for ", line):
+            continue
+        if "ReplicationFactor:" in line or "Configs:" in line or line.startswith("Topic:"):
+            _topics_describe(line, where, settings)
+        else:  # key=value, with kafka-configs.sh's "sensitive=... synonyms={...}" after it
+            pair = line.split(" sensitive=")[0].split(" synonyms=")[0]
+            if "=" not in pair:
+                raise UsageFailure(f"{where}: expected KEY=VALUE, found {line[:60]!r}")
+            settings.add(*pair.split("=", 1), where)
+
+
+def _topics_describe(line: str, where: str, settings: KafkaSettings) -> None:
+    """kafka-topics.sh --describe: 'Topic: t  TopicId: ..  PartitionCount: 1  ReplicationFactor: 3
+    Configs: min.insync.replicas=2,cleanup.policy=delete'; its per-partition lines say nothing more."""
+    if "Partition:" in line and "ReplicationFactor:" not in line:
+        return
+    rf = re.search(r"ReplicationFactor:\s*([0-9]+)", line)
+    if rf:
+        settings.add("replication.factor", rf.group(1), where)
+    configs = re.search(r"Configs:\s*(\S*)", line)
+    for pair in filter(None, (configs.group(1).split(",") if configs else [])):
+        if "=" not in pair:
+            raise UsageFailure(f"{where}: expected KEY=VALUE in Configs, found {pair[:60]!r}")
+        settings.add(*pair.split("=", 1), where)
+
+
+def kafka_values(config: Any) -> dict[str, str]:
+    """The configuration as Kafka's keys and values (the report's echo); flush.messages
+    unset is Kafka's default, left to the operating system."""
+    return {
+        "replication.factor": str(config.rf),
+        "min.insync.replicas": str(config.min_isr),
+        "unclean.leader.election.enable": "true" if config.unclean_election else "false",
+        "flush.messages": "1" if config.flush == "always" else "unset",
+        "acks": config.acks,
+    }
+
+
+def in_kafka_words(config: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in kafka_values(config).items())
