@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, checkpoint_failure, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, check_found, checkpoint_failure, peak_rss
 from .result import CheckResult, Path, Stats, property_results
 
 CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
@@ -126,6 +126,19 @@ class _Search:
         self.st = st
         if resume is None:
             self._seed()
+        else:
+            check_found(st.found, self._derived_found(), "the --resume folder")
+
+    def _derived_found(self) -> dict[str, int]:
+        """Each property's first deciding state among the saved ones (each was checked when
+        stored, in storage order): what the checkpoint's ``found`` must say."""
+        found: dict[str, int] = {}
+        for p in self.properties:
+            pred, always = p.compile(self.model), verdict.always(p)
+            first = next((i for i, s in enumerate(self.st.states) if pred(s) != always), None)
+            if first is not None:
+                found[p.name] = first
+        return found
 
     def _seed(self) -> None:
         st = self.st

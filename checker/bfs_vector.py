@@ -40,15 +40,16 @@ import numpy as np
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, checkpoint_failure, peak_rss
+from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
+                     checkpoint_failure, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
+from .vector_arrays import argsort_small, derived_found, merge_sorted
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
 # forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
 CHUNK_BYTES_PER_STATE = 768
-PARALLEL_MERGE = 1 << 20  # visited-set merges at least this big are split across two threads
 
 
 def vector_kernel(
@@ -210,8 +211,8 @@ class VectorSearch:
         if len(parts) > 1:  # sorted runs: merged by a stable argsort
             index, prio = _first_in_groups(new.fp, np.argsort(new.fp, kind="stable"), new.prio)
             new = new.take(index)._replace(prio=prio)
-        self.visited = _merge_sorted(self.visited, new.fp, new.pos, pool)
-        by_prio = _argsort_small(new.prio)
+        self.visited = merge_sorted(self.visited, new.fp, new.pos, pool)
+        by_prio = argsort_small(new.prio)
         self.frontier = new.keys
         self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
         self.frontier_rows[by_prio] = np.arange(len(by_prio))
@@ -236,6 +237,7 @@ class VectorSearch:
         self.keys, self.parents, self.actions = saved.keys, saved.parents, saved.actions
         self.generated = self.generated_at_level_end = saved.generated
         self.full_states, self.found = saved.full_states, dict(saved.found)
+        check_found(self.found, derived_found(kernel, self.keys, self.pending), self.saver.folder)
         fps = [kernel.fingerprints(k) for k in self.keys]
         self.visited = np.sort(np.concatenate(fps))
         order = np.argsort(fps[-1], kind="stable")
@@ -251,7 +253,7 @@ class VectorSearch:
         if self.resumed is not None:
             self._restore()
             self.pending = [p for p in self.pending if p[0] not in self.found]
-            exhausted = self.resumed.exhausted
+            exhausted = self.resumed.exhausted and self._nothing_new(limits)
         else:
             init = kernel.initial_keys()
             self.generated = n = init.shape[1]
@@ -285,6 +287,17 @@ class VectorSearch:
                 pool.shutdown(cancel_futures=True)
         self._save(started, exhausted)
         return self._result(time.monotonic() - started, exhausted)
+
+    def _nothing_new(self, limits: Limits) -> bool:
+        """A saved 'exhausted' is checked, not trusted: its last level has no new successor
+        (False when a limit stopped the look; its successors were counted when first expanded)."""
+        generated = self.generated
+        parts = self._next_level(None, limits)
+        self.generated = generated
+        if parts is not None and any(len(p.fp) for p in parts):
+            raise CheckpointError(f"checkpoint in {self.saver.folder} is inconsistent: it says the search was "
+                                  "complete, but its last level has new successors (it was edited)")
+        return parts is not None
 
     def _save(self, started: float, exhausted: bool = False) -> None:
         """Checkpoint the levels done; a failure to write stops the search cleanly, saying why."""
@@ -357,43 +370,3 @@ class VectorSearch:
             f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
             f"based on the actual fingerprints val = {actual:.1E}"
         )
-
-
-def _argsort_small(values: np.ndarray) -> np.ndarray:
-    """argsort of non-negative int64 values, by 16-bit digits (NumPy's stable argsort of
-    uint16 is a radix sort): two passes cover the priorities of levels of up to about
-    fifty million states, at less than half the cost of a comparison sort."""
-    order = np.arange(len(values))
-    top = int(values.max()) if len(values) else 0
-    shift = 0
-    while top >> shift:
-        digit = ((values[order] >> shift) & 0xFFFF).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
-        shift += 16
-    return order
-
-
-def _merge_sorted(old: np.ndarray, new: np.ndarray, pos: np.ndarray, pool: Executor | None) -> np.ndarray:
-    """The sorted union of ``old`` and ``new`` (sorted, disjoint), given where each new
-    value sorts in ``old``; split in two halves across the pool when it is big."""
-    out = np.empty(len(old) + len(new), dtype=old.dtype)
-    at = pos + np.arange(len(new))
-    if pool is None or len(out) < PARALLEL_MERGE or len(new) < 2:
-        _merge_into(out, old, new, at)
-        return out
-    k = len(new) // 2
-    cut_out, cut_old = int(at[k]), int(pos[k])
-    halves = [
-        pool.submit(_merge_into, out[:cut_out], old[:cut_old], new[:k], at[:k]),
-        pool.submit(_merge_into, out[cut_out:], old[cut_old:], new[k:], at[k:] - cut_out),
-    ]
-    for h in halves:
-        h.result()
-    return out
-
-
-def _merge_into(out: np.ndarray, old: np.ndarray, new: np.ndarray, at: np.ndarray) -> None:
-    out[at] = new
-    keep = np.ones(len(out), dtype=bool)
-    keep[at] = False
-    out[keep] = old

@@ -37,15 +37,13 @@ from isrcheck import MODEL_VERSION, __version__
 from isrcheck.files import FileProblem, atomic_write, load_json
 
 from .bfs import SearchState
+from .engine import CheckpointError  # noqa: F401 - checkpoint.CheckpointError, as its users import it
 
 FORMAT = "isrcheck-checkpoint-2"
 MANIFEST = "manifest.json"
 FILES = ("states.bin", "parents.bin", "actions.bin")
 CHUNK = 1 << 16  # states encoded at a time
 
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used; the message is one line."""
 
 
 def identity(config: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:

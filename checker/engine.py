@@ -67,6 +67,18 @@ class Observer:
         return self.stop_reason
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message is one line."""
+
+
+def check_found(saved: dict[str, Any], derived: dict[str, Any], folder: Any) -> None:
+    """The deciding states a manifest names must be the ones its saved states give: the
+    seal stops an accidental edit, this a forged verdict (re-sealed by hand)."""
+    if saved != derived:
+        raise CheckpointError(f"checkpoint in {folder} is inconsistent: the deciding states it names are not "
+                              "those of its saved states (it was edited)")
+
+
 def checkpoint_failure(error: OSError) -> str:
     """The stop reason of a search whose checkpoint could not be written."""
     return f"checkpoint not written ({error.strerror or error})"

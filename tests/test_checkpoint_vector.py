@@ -41,17 +41,26 @@ def test_the_main_job_killed_at_a_random_moment_resumes_to_the_uninterrupted_res
     ck, out = tmp_path / "ck", tmp_path / "traces"
     proc = subprocess.Popen([command("check-model"), *MAIN, "--trace-dir", str(out), "--checkpoint", str(ck)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (ck / "manifest.json").exists():
-        assert proc.poll() is None, f"the run ended before its first checkpoint: {proc.stderr.read()}"
+    rng = random.Random(seed)
+    at_level, pause = rng.randint(3, 24), rng.uniform(0.0, 0.05)  # of its 31 levels: the kill lands mid-run
+    deadline = time.monotonic() + 120
+    while _levels_saved(ck) < at_level:
+        assert proc.poll() is None, f"the run ended before level {at_level} was saved: {proc.stderr.read()}"
         assert time.monotonic() < deadline, "no checkpoint was written"
-        time.sleep(0.01)
-    time.sleep(random.Random(seed).uniform(0.0, 2.0))
+        time.sleep(0.005)
+    time.sleep(pause)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL  # the run was killed, not finished
     resumed_code, report = run_json(*MAIN, "--trace-dir", str(out), "--resume", str(ck))
     assert (resumed_code, summary(report), report["kernel"]) == (code, expected, "vector")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == traces
+
+
+def _levels_saved(ck: Path) -> int:
+    try:
+        return len(json.loads((ck / "manifest.json").read_text())["levels"])
+    except (OSError, ValueError):  # not written yet
+        return 0
 
 
 def test_a_checkpointed_run_keeps_the_vector_kernel_and_its_result(tmp_path, reference):
@@ -105,6 +114,7 @@ SCALAR_EDITS = {
     "found as a list": (lambda m: m.update(found=["weak-isr", 3]), "malformed"),
     "a state count as text": (lambda m: m.update(states=str(m["states"])), "malformed"),
     "a bool for a count": (lambda m: m.update(generated=True), "malformed"),
+    "found emptied": (lambda m: m.update(found={}), "inconsistent"),  # would turn violations into "holds"
 }
 
 
@@ -124,6 +134,8 @@ VECTOR_EDITS = {
     "a level dropped": (lambda m: m["levels"].pop(0), "level-00000.bin"),
     "a level's size": (lambda m: m["levels"][1].update(size=m["levels"][1]["size"] + 1), "malformed"),
     "exhausted as text": (lambda m: m.update(exhausted="yes"), "malformed"),
+    "found emptied": (lambda m: m.update(found={}), "inconsistent"),  # would turn violations into "holds"
+    "the last level dropped": (lambda m: m["levels"].pop(), "inconsistent"),  # "complete" with a level missing
 }
 
 

@@ -234,3 +234,14 @@ def test_a_crash_in_the_command_would_show_here_as_a_traceback(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr == "check-model: error: --trace-dir /dev/null: /dev/null is not a folder\n"
+
+
+def test_a_replaced_output_keeps_its_permissions(tmp_path):
+    """An atomic write replaces the file by a new one: it takes the old one's mode, not the umask's."""
+    from isrcheck.files import atomic_write
+
+    out = tmp_path / "report.html"
+    out.write_text("old")
+    out.chmod(0o600)
+    atomic_write(out, "new")
+    assert out.read_text() == "new" and (out.stat().st_mode & 0o777) == 0o600

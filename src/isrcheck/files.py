@@ -179,7 +179,8 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_UMASK)  # as a plain open() would create it
+            # a replaced file keeps its permissions; a new one gets what a plain open() would give
+            os.fchmod(f.fileno(), stat.S_IMODE(mode) if mode is not None else 0o666 & ~_UMASK)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
