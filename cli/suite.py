@@ -53,6 +53,10 @@ COMMAND_LINE_ONLY = {
     "checkpoint-every": "checkpoints are for one long check-model run",
     "resume": "checkpoints are for one long check-model run",
     "view": "use view-trace FILE on the saved traces",
+    "graph": "the state graph is written by check-model --graph, for one configuration",
+    "config": "a suite names the options themselves (min-isr, acks, unclean-election, ...)",
+    "topic-config": "a suite names the options themselves (min-isr, acks, unclean-election, ...)",
+    "version": "check-suite --version says the version",
 }
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
