@@ -194,7 +194,8 @@ def feature_options(command):
 
 @click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="check-model", message="%(prog)s (isrcheck) %(version)s")
-@click.option("--rf", type=AsciiInt(), default=3, show_default=True, help="Replication factor.")
+@click.option("--rf", "--replication-factor", "rf", type=AsciiInt(), default=3, show_default=True,
+              help="Replication factor.")
 @click.option("--protocol", type=click.Choice(REVISIONS), default=None,
               help="Protocol revision: hw-truncation (<0.11), kip-101 (0.11-1.x), kip-279 (2.0), kip-320 (2.1+) "
                    "[default: kip-320 with --core, else that of --kafka-version].")

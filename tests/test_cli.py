@@ -24,7 +24,7 @@ BAD_INPUT = [
     (["--core", "--min-isr", "2", "--unclean-election"], "--min-isr, --unclean-election cannot be used with --core"),
     (["--core", "--property", "committed-survive"], "does not apply"),
     (["--acks", "0", "--property", "acked-survive"], "--acks 0 acknowledges nothing"),
-    (["--acks", "2"], "'2' is not one of"),
+    (["--acks", "2"], "--acks '2' is unknown; choose one of all (or -1), 1, 0"),
     (["--time-limit", "soon"], "not a duration"),
     (["--max-memory", "lots"], "not a size"),
     (["--rf", "three"], "'three' is not a valid integer"),

@@ -83,3 +83,9 @@ def test_bad_kafka_keys_are_one_line_and_exit_2(tmp_path, args, words):
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
     assert words in line
+
+
+def test_kafkas_names_for_the_options_are_accepted(tmp_path):
+    _, named = run_json("--replication-factor", "2", "--acks", "-1", *SMALL, "--trace-dir", str(tmp_path))
+    _, short = run_json("--rf", "2", "--acks", "all", *SMALL, "--trace-dir", str(tmp_path))
+    assert _config(named) == _config(short) and named["states"] == short["states"]

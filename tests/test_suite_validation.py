@@ -49,7 +49,7 @@ CASES = [
     ("value outside the choices", '[[check]]\nrf = 2\nprotocol = "kip-321"\nexpect = { weak-isr = "holds" }\n', 3,
      ["protocol: 'kip-321' is not one of 'hw-truncation', 'kip-101', 'kip-279', 'kip-320'"]),
     ("acks as a number outside the choices", '[[check]]\nrf = 2\nacks = 2\nexpect = { weak-isr = "holds" }\n', 3,
-     ["acks: '2' is not one of 'all', '1', '0'"]),
+     ["acks '2' is unknown; choose one of all (or -1), 1, 0"]),
     ("negative bound", '[[check]]\nrf = 2\ncrashes = -1\nexpect = { weak-isr = "holds" }\n', 3, ["crashes: -1 is negative"]),
     ("bad duration", '[[check]]\nrf = 2\ntime-limit = "soon"\nexpect = { weak-isr = "holds" }\n', 3,
      ["time-limit: 'soon' is not a duration"]),

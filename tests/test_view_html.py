@@ -121,9 +121,12 @@ def test_stepping_through_the_kip101_counterexample_reaches_the_failing_step(bro
     browser.open(page)
     last = len(kip101) - 1
     s = state(browser)
+    assert s["label"] == f"step {last} / {last}" and s["currentFailing"]  # it opens where the property breaks
+    assert s["verdict"] == f"✗ weak-isr violated at step {last}: lost m0@e0"
+    browser.press("Home")
+    s = state(browser)
     assert s["label"] == f"step 0 / {last}"
     assert s["lanes"] == 2 and s["here"] is None
-    assert s["verdict"] == f"✗ weak-isr violated at step {last}: lost m0@e0"
 
     for i in range(1, last + 1):  # forward with the keyboard, checking each step's words
         browser.press("ArrowRight")
@@ -218,6 +221,7 @@ def test_a_40_step_trace_of_5_replicas_stays_readable(browser, tmp_path):
 
 def test_markup_in_a_trace_stays_text_in_the_browser(browser, tmp_path, kip101):
     browser.open(write_html(build_view(evil_trace(kip101)), tmp_path / "evil.html"))
+    browser.press("Home")
     for _ in range(3):
         browser.press("ArrowRight")
     s = state(browser)

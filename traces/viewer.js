@@ -260,5 +260,6 @@
   document.getElementById("go-final").addEventListener("click", function () { show(last); });
   document.addEventListener("keydown", onKey);
   var m = /^#step=(\d+)$/.exec(location.hash);
-  show(m ? parseInt(m[1], 10) : 0);
+  // a counterexample or a witness opens where it is decided (Home goes back to the start)
+  show(m ? parseInt(m[1], 10) : data.outcome ? last : 0);
 })();
