@@ -45,7 +45,6 @@ FILES = ("states.bin", "parents.bin", "actions.bin")
 CHUNK = 1 << 16  # states encoded at a time
 
 
-
 def identity(config: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """What must match for a checkpoint to be resumed: the model's and the search's inputs."""
     return {"config": config, "options": options}

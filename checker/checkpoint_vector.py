@@ -140,4 +140,3 @@ def _read_level(folder: Path, depth: int, entry: dict, words: int, action_dtype:
     saved.keys.append(keys.copy())
     saved.parents.append(parents.copy())
     saved.actions.append(actions.copy())
-

@@ -56,10 +56,6 @@ class StateGraph:
     def n(self) -> int:
         return len(self.offsets) - 1
 
-    @property
-    def nbytes(self) -> int:
-        return self.offsets.nbytes + self.targets.nbytes + sum(a.nbytes for a in self._reverse or ())
-
     @classmethod
     def from_sorted(cls, n: int, sources: np.ndarray, targets: np.ndarray, actions: np.ndarray | None = None) -> "StateGraph":
         """Edges given with their sources in increasing order."""
@@ -125,11 +121,12 @@ class Verdict:
         return f"{self.limited:,} states recover only past the bounds" if self.limited else ""
 
 
-def decide(graph: StateGraph, target: np.ndarray, beyond: np.ndarray, hopeless: np.ndarray | None = None) -> Verdict:
+def decide(graph: StateGraph, target: np.ndarray, beyond: np.ndarray, hopeless: np.ndarray | None = None,
+           recovers: np.ndarray | None = None) -> Verdict:
     """``target``: where the property's goal holds; ``beyond``: where the bounds may block the
-    way; ``hopeless``: where the goal can never hold again, whatever the bounds."""
-    recovers = graph.reaching(target)
-    lost = ~recovers
+    way; ``hopeless``: where the goal can never hold again, whatever the bounds;
+    ``recovers``: ``graph.reaching(target)`` where the caller has it already."""
+    lost = ~(graph.reaching(target) if recovers is None else recovers)
     limited = lost & graph.reaching(beyond)
     if hopeless is not None:
         limited &= ~hopeless
@@ -251,9 +248,10 @@ def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable,
     graph, marks, unexpanded = build()
     for prop in graph_props:
         target = marks(prop.holds)
-        lost = np.flatnonzero(~graph.reaching(target))  # the other marks matter only there
+        recovers = graph.reaching(target)
+        lost = np.flatnonzero(~recovers)  # the other marks matter only there
         hopeless = marks(prop.hopeless, lost) if prop.hopeless is not None else None
-        v = decide(graph, target, marks(prop.beyond, lost) | unexpanded, hopeless)
+        v = decide(graph, target, marks(prop.beyond, lost) | unexpanded, hopeless, recovers)
         decided[prop.name] = (None if v.first_stuck is None else path_to(v.first_stuck), v.note())
     return graph
 

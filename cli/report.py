@@ -11,7 +11,6 @@ from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
 
 from .kafka_config import in_kafka_words, kafka_values
-
 from .runner import CheckOutcome
 
 

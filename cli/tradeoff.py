@@ -6,8 +6,8 @@ share go into one line above the table), then every ``always`` property checked
 ``sometimes`` properties, ``write-after-crash`` first, shown as "writes with one
 broker down" (yes when a write is acknowledged while a broker is down, no when the
 bounded space has none), and the graph properties (``can-recover`` as "recovers by
-itself": yes, or no with the trace to a stuck state); last, the seconds the check's search took. Cells whose
-expectation was not met say what was expected.
+itself": yes, or no with the trace to a stuck state); last, the seconds the check's
+search took. Cells whose expectation was not met say what was expected.
 """
 
 from __future__ import annotations

@@ -58,6 +58,12 @@ def restarts(cfg: ModelConfig) -> bool:
     return goes_down(cfg) and cfg.restarts
 
 
+def write_quorum(cfg: ModelConfig) -> int:
+    """In-sync replicas an acknowledged write needs: min.insync.replicas for acks=all (the
+    leader checks its ISR against it), the leader alone otherwise."""
+    return cfg.min_isr if cfg.acks == "all" else 1
+
+
 def purgatory(cfg: ModelConfig) -> bool:
     """acks=all: a leader's produce requests wait in its purgatory for the HWM."""
     return not cfg.core and cfg.acks == "all"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import alive, quorum_epoch, restarts, true_leader_is
+from isrcheck.model.fields import alive, quorum_epoch, restarts, true_leader_is, write_quorum
 from isrcheck.model.ops_int import state_predicate
 
 from . import compiled, explain
@@ -144,8 +144,7 @@ def _writable(s, x):
     """The partition takes writes: a live true leader whose ISR is large enough for the acks
     (min.insync.replicas for acks=all, itself otherwise) and has no crashed member, so that
     a new record can be acknowledged (acks=all waits for every ISR member to fetch it)."""
-    rf, acks_all = s.cfg.rf, s.cfg.acks == "all"
-    need = s.cfg.min_isr if acks_all else 1
+    rf, acks_all, need = s.cfg.rf, s.cfg.acks == "all", write_quorum(s.cfg)
 
     def takes_writes(r):
         members_up = x.all_(x.implies(x.has(s.isr[r], m), alive(s, m)) for m in range(rf) if m != r) if acks_all else True
@@ -159,8 +158,7 @@ def _too_few_brokers(s, x):
     writable state needs that many live ISR members, and the live count never grows."""
     if restarts(s.cfg):
         return False
-    need = s.cfg.min_isr if s.cfg.acks == "all" else 1
-    return x.count(alive(s, r) for r in range(s.cfg.rf)) < need
+    return x.count(alive(s, r) for r in range(s.cfg.rf)) < write_quorum(s.cfg)
 
 
 def _out_of_epochs(s, x):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from isrcheck.model import ReplicationModel
+from isrcheck.model.fields import write_quorum
 from isrcheck.model.fused import LocalInfo
 from isrcheck.model.layout import replica_reader
 
@@ -233,8 +234,7 @@ def writable_compiled(model: ReplicationModel) -> Predicate:
     T = _Tables.of(model)
     L, cfg = T.L, model.config
     NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
-    acks_all = cfg.acks == "all"
-    need = cfg.min_isr if acks_all else 1
+    acks_all, need = cfg.acks == "all", write_quorum(cfg)
     POP, R = L.popcount, range(L.rf)
 
     def holds(s: int) -> bool:
