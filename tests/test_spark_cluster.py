@@ -162,14 +162,36 @@ class KillWorkerMidTask(Observer):
             threading.Thread(target=self._kill, daemon=True).start()
 
     def _kill(self) -> None:
-        link = f"127.0.0.1:{self.cluster.worker_ui_ports[1]}/"  # its executor's log links point at its UI
-        pids = self.cluster.worker_pids(1)  # read now, so that the kill follows the look at once
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while not self.mid_task and time.monotonic() < deadline and self.sc._jsc is not None:
-            self.mid_task = any(link in e.executorLogs().toString() and e.activeTasks() > 0
-                                for e in executor_summaries(self.sc))
-            time.sleep(0.002)
-        self.pids = self.cluster.kill_worker(1, pids)
+            self.mid_task = self._python_worker_busy() or self._status_store_shows_a_task()
+        self.pids = self.cluster.kill_worker(1, self.cluster.worker_pids(1))
+
+    def _status_store_shows_a_task(self) -> bool:
+        """Spark's own view; it lags (listener bus, live-update period), so it can miss a short task."""
+        link = f"127.0.0.1:{self.cluster.worker_ui_ports[1]}/"  # its executor's log links point at its UI
+        return any(link in e.executorLogs().toString() and e.activeTasks() > 0 for e in executor_summaries(self.sc))
+
+    def _python_worker_busy(self, window: float = 0.03) -> bool:
+        """True when worker 1's Python workers burn CPU right now: a task of ours is running there.
+
+        Read off the processes themselves, so it does not wait on Spark's event queue.
+        """
+        def cpu() -> float:
+            total = 0.0
+            for pid in self.cluster.worker_pids(1):
+                try:
+                    proc = psutil.Process(pid)
+                    if "python" in proc.name():
+                        times = proc.cpu_times()
+                        total += times.user + times.system
+                except psutil.Error:
+                    pass
+            return total
+
+        before = cpu()
+        time.sleep(window)
+        return cpu() - before >= window / 3
 
 
 # Levels of thousands of states (tasks of a good fraction of a second, so that the kill
