@@ -82,11 +82,16 @@ class StateGraph:
         return self._reverse
 
     def reaching(self, marked: np.ndarray) -> np.ndarray:
-        """Where some marked state can be reached from (the marked ones included): a
-        breadth-first search of the reversed graph, a whole frontier per NumPy step."""
+        """Where some marked state can be reached from (the marked ones included)."""
+        return self.distances(marked) >= 0
+
+    def distances(self, marked: np.ndarray) -> np.ndarray:
+        """Each state's fewest steps to a marked state (-1: none reachable): a breadth-first
+        search of the reversed graph, a whole frontier per NumPy step."""
         offsets, targets = self.reverse()
-        seen = np.array(marked, dtype=bool)
-        frontier = np.flatnonzero(seen)
+        dist = np.where(marked, 0, -1).astype(np.int32)
+        frontier = np.flatnonzero(marked)
+        step = 0
         while len(frontier):
             starts = offsets[frontier]
             counts = offsets[frontier + 1] - starts
@@ -96,10 +101,11 @@ class StateGraph:
             # the edges of every frontier state, one gather: start of its run + place in it
             first = np.repeat(starts - (np.cumsum(counts) - counts), counts)
             found = targets[first + np.arange(total)]
-            found = found[~seen[found]]
-            seen[found] = True
+            found = found[dist[found] < 0]
+            step += 1
+            dist[found] = step
             frontier = np.unique(found)
-        return seen
+        return dist
 
 
 def index_dtype(n: int) -> type:
@@ -217,14 +223,13 @@ def settle(
     result: CheckResult,
     order: Sequence[Property],
     graph_props: Sequence[Property],
-    build: Callable[[], tuple[StateGraph, Callable[[Any], np.ndarray], np.ndarray]],
+    build: Callable[[], "Explored"],
     path_to: Callable[[int], Path],
     keep: bool = False,
 ) -> CheckResult:
     """Decide the graph properties of a finished search and put them in ``order`` among its
-    results; ``keep``: the graph goes with the result. ``build`` gives the graph, the marks
-    of a definition, and the states left unexpanded (a depth limit); nothing is decided
-    when the search stopped early."""
+    results; ``keep``: the graph goes with the result. Nothing is decided when the search
+    stopped early."""
     decided: dict[str, tuple[Path | None, str]] = {}
     started = time.monotonic()
     graph = None
@@ -244,9 +249,30 @@ def settle(
     return replace(result, properties=[results[p.name] for p in order], graph=graph if keep else None)
 
 
+@dataclass
+class Explored:
+    """What deciding needs of a search: its graph; ``marks(definition, rows=None)``, a
+    definition's value on every state (rows: the ones needed; others may be False); the
+    states a depth limit left unexpanded; the model; and for lassos, ``stored(index)``, a
+    graph state's stored form, and ``norm(state)``, a concrete state's."""
+
+    graph: StateGraph
+    marks: Callable[..., np.ndarray]
+    unexpanded: np.ndarray
+    model: Any
+    stored: Callable[[int], int]
+    norm: Callable[[int], int]
+
+
 def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable, path_to: Callable[[int], Path]) -> StateGraph:
-    graph, marks, unexpanded = build()
+    explored = build()
+    graph, marks, unexpanded = explored.graph, explored.marks, explored.unexpanded
     for prop in graph_props:
+        if prop.liveness:
+            from . import liveness
+
+            decided[prop.name] = liveness.settle_property(explored, prop, path_to)
+            continue
         target = marks(prop.holds)
         recovers = graph.reaching(target)
         lost = np.flatnonzero(~recovers)  # the other marks matter only there
@@ -270,7 +296,15 @@ def settle_vector(
         unexpanded[starts[expanded] :] = True
         graph = vector_graph(search, expanded, watch)
         graph.action_names = [str(a) for a in search.model.catalogue]
-        return graph, lambda holds, rows=None: vector_marks(search, holds), unexpanded
+        kernel = search.kernel
+
+        def stored(index: int) -> int:
+            level = int(np.searchsorted(starts, index, side="right")) - 1
+            return kernel.int_of_key(search.keys[level][:, index - int(starts[level])])
+
+        norm = kernel.canonical_of_scalar if search.symmetry else kernel.key_of_scalar
+        return Explored(graph, lambda holds, rows=None: vector_marks(search, holds), unexpanded, search.model,
+                        stored, norm)
 
     def path_to(index: int) -> Path:
         level = int(np.searchsorted(starts, index, side="right")) - 1
@@ -298,6 +332,6 @@ def settle_scalar(
         def marks(holds, rows=None):
             return scalar_marks(st.states, compiled.get(holds) or state_predicate(model.layout, holds), rows)
 
-        return graph, marks, unexpanded
+        return Explored(graph, marks, unexpanded, model, st.states.__getitem__, search.canonical or (lambda s: s))
 
     return settle(result, order, graph_props, build, search.path_to, keep)

@@ -17,10 +17,16 @@ Status = Literal["holds", "violated", "proved", "unknown"]
 
 @dataclass(frozen=True, slots=True)
 class Path:
-    """An initial state and the actions taken from it; ``states[i]`` follows ``actions[i-1]``."""
+    """An initial state and the actions taken from it; ``states[i]`` follows ``actions[i-1]``.
+
+    A lasso (a liveness counterexample) goes on for ever: from its last state,
+    ``loop_action`` leads back to ``states[loop]``; with no ``loop_action`` the run stays
+    at its last state (``loop`` is then its index: no system step is enabled there)."""
 
     states: tuple[int, ...]
     actions: tuple[int, ...]
+    loop: int | None = None
+    loop_action: int | None = None
 
     def __len__(self) -> int:
         """The trace length as the contract counts it: states, the initial one included."""

@@ -68,6 +68,13 @@ def EPOCH(name: str = "epoch") -> Param:
 
 Describe = Callable[[Any, Any, dict[str, int]], str]  # (state before, state after, args) -> words
 
+# What a family's step is, for the liveness properties (``--fairness weak``): the system's
+# own duty, which weak fairness says it eventually performs while it stays enabled; what
+# users and operators may or may not do (a write, a restart); or a fault, which the
+# liveness properties assume no longer happens.
+SYSTEM, ENVIRONMENT, FAULT = "system", "environment", "fault"
+ROLES = (SYSTEM, ENVIRONMENT, FAULT)
+
 
 @dataclass(frozen=True)
 class Family:
@@ -78,6 +85,8 @@ class Family:
     describe: Describe
     short: Describe
     emit: Callable[[dict[str, int]], tuple] | None = None  # order within the family's successors
+    role: str = "system"  # SYSTEM, ENVIRONMENT or FAULT: what weak fairness asks of it (roles.py)
+    fault_when: Callable[..., Any] | None = None  # (s, x, **args): a system step that is a fault in such a state
 
     def kept(self, cfg: Any) -> bool:
         return self.when(cfg)

@@ -26,7 +26,7 @@ cache. They restart as crashed brokers do.
 
 from __future__ import annotations
 
-from .actions import BROKER, Param
+from .actions import BROKER, ENVIRONMENT, FAULT, Param
 from .fields import (KAFKA, NONE, alive, crashes, disk_losses, power_losses, quorum_epoch, restart_fencing, restarts,
                      truncate, unflushed)
 from .words import fmt_log
@@ -44,6 +44,7 @@ def _forget(s, x, r: int) -> None:
 @KAFKA.family(
     params=(BROKER("replica"),),
     when=crashes,
+    role=FAULT,
     describe=lambda b, a, p: (
         f"broker {p['replica']} crashes; its log {fmt_log(a, p['replica'])} and HWM checkpoint "
         f"{a.replicas[p['replica']].hw} stay on disk"
@@ -60,6 +61,7 @@ def BrokerCrash(s, x, replica):
 @KAFKA.family(
     params=(BROKER("replica"),),
     when=disk_losses,
+    role=FAULT,
     describe=lambda b, a, p: f"broker {p['replica']} crashes and loses its disk: log {fmt_log(b, p['replica'])} is gone",
     short=lambda b, a, p: f"broker {p['replica']} crashes, disk lost",
 )
@@ -84,6 +86,7 @@ def _restart_words(before, after, a) -> str:
 @KAFKA.family(
     params=(BROKER("replica"),),
     when=restarts,
+    role=ENVIRONMENT,  # an operator brings it back, or not: no duty of the system
     describe=_restart_words,
     short=lambda b, a, p: f"broker {p['replica']} restarts",
 )
@@ -125,6 +128,7 @@ def _power_words(before, after, a) -> str:
 @KAFKA.family(
     params=(Param("brokers", lambda cfg: range(1, 1 << cfg.rf)),),  # a set of brokers, as a bit mask
     when=power_losses,
+    role=FAULT,
     describe=_power_words,
     short=lambda b, a, p: f"power loss: brokers {', '.join(map(str, _members(p['brokers'], len(b.replicas))))}",
 )
@@ -146,6 +150,7 @@ def PowerLoss(s, x, brokers):
 @KAFKA.family(
     params=(BROKER("replica"),),
     when=unflushed,
+    role=ENVIRONMENT,  # the operating system's choice
     describe=lambda b, a, p: f"the OS writes broker {p['replica']}'s page cache back: its log {fmt_log(a, p['replica'])} is on disk",
     short=lambda b, a, p: f"broker {p['replica']} flushed",
 )

@@ -34,6 +34,7 @@ class Revision(str, Enum):
 REVISIONS = tuple(r.value for r in Revision)
 ACKS = ("all", "1", "0")
 FLUSH = ("os", "always")
+FAIRNESS = ("weak", "none")
 
 # Tables grow with 2**rf (ISR bitmasks) and rf! (symmetry); beyond this the
 # explicit engines are not the right tool anyway.
@@ -64,6 +65,7 @@ class ModelConfig:
     power_loss: int = 0
     flush: str = "os"
     restarts: bool = True
+    fairness: str = "weak"  # what the liveness properties assume of the system's steps (no state of its own)
     kafka_version: str | None = None  # None: the newest release of the protocol revision
 
     def __post_init__(self) -> None:
@@ -299,6 +301,14 @@ FEATURES: tuple[Knob, ...] = (
          words=lambda c: "" if c.restarts else "no restarts", slug=lambda c: "" if c.restarts else "norestarts",
          column="restarts", cell=_unless_core(lambda c: "yes" if c.restarts else "no", "-"),
          shared=_unless_core(lambda c: "" if c.restarts else "no restarts"), rank=9),
+    Knob("fairness", "--fairness",
+         "What the liveness properties (rejoins-isr, hwm-progress) assume: weak (a broker or controller step that "
+         "stays enabled is eventually taken) or none (any run may stop anywhere) [default: weak].", "weak",
+         choices=FAIRNESS,
+         check=lambda c: "" if c.fairness in FAIRNESS else
+         f"--fairness {c.fairness!r} is unknown; choose one of {', '.join(FAIRNESS)}",
+         words=lambda c: "" if c.fairness == "weak" else "no fairness",
+         slug=lambda c: "" if c.fairness == "weak" else "nofairness"),
     Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
          words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
          column="consumer", cell=lambda c: "yes" if c.consumer else "no",

@@ -18,12 +18,20 @@ from .fields import KAFKA, NONE, alive, can_elect, kafka
 from .words import fmt_isr
 
 
+def _live_leader(s, x):
+    """The quorum's leader is up: moving leadership away from it is a fault (its ZooKeeper
+    session lost), not the controller's failure handling."""
+    old = x.last_leader(s.requests)
+    return x.any_(x.and_(old == b, alive(s, b)) for b in range(s.cfg.rf))
+
+
 def _elected(before, after, a) -> str:
     return f"controller elects broker {a['leader']} leader at epoch {after.quorum.leader_epoch} (ISR {fmt_isr(after.quorum.isr)})"
 
 
 @KAFKA.family(
     params=(BROKER("leader"),),
+    fault_when=lambda s, x, leader: _live_leader(s, x),
     describe=_elected,
     short=lambda b, a, p: f"controller elects broker {p['leader']} (e{a.quorum.leader_epoch})",
 )
@@ -49,7 +57,8 @@ def _shrink_short(before, after, a) -> str:
     return f"controller drops {a['replica']} from ISR (e{after.quorum.leader_epoch})"
 
 
-@KAFKA.family(params=(BROKER("replica"),), describe=_shrink_words, short=_shrink_short)
+@KAFKA.family(params=(BROKER("replica"),), describe=_shrink_words, short=_shrink_short,
+              fault_when=lambda s, x, replica: alive(s, replica))  # a live broker dropped: a lost session
 def ControllerShrinkIsr(s, x, replica):
     r, R, q = replica, s.requests, s.quorum_isr
     leads = x.last_leader(R) == r
@@ -68,6 +77,7 @@ def ControllerShrinkIsr(s, x, replica):
 @KAFKA.family(
     params=(BROKER("leader"),),
     when=kafka,
+    fault_when=lambda s, x, leader: _live_leader(s, x),
     describe=lambda b, a, p: (
         f"controller sees leader broker {b.quorum.leader} fail and elects broker {p['leader']} "
         f"at epoch {a.quorum.leader_epoch} (ISR {fmt_isr(a.quorum.isr)})"

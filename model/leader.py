@@ -27,8 +27,8 @@ the model validates min-isr against rf, so the minimum is ``--min-isr``.
 
 from __future__ import annotations
 
-from .actions import BROKER
-from .fields import KAFKA, expose, fenced, kafka, leads, strict_min_isr, true_leader_is
+from .actions import BROKER, ENVIRONMENT
+from .fields import KAFKA, alive, expose, fenced, kafka, leads, strict_min_isr, true_leader_is
 from .words import fmt_ids, fmt_isr
 
 
@@ -44,6 +44,7 @@ def _write_words(before, after, a) -> str:
 
 @KAFKA.family(
     params=(BROKER("replica"),),
+    role=ENVIRONMENT,  # the producer writes, or not
     describe=_write_words,
     short=lambda b, a, p: f"broker {p['replica']} appends {a.replicas[p['replica']].log[-1]}",
 )
@@ -138,6 +139,9 @@ def _set_isr(s, x, r: int, new) -> None:
 
 @KAFKA.family(
     params=(BROKER("leader"), BROKER("follower")),
+    # a live follower of this leader would catch up by fetching: dropping it is the
+    # slow-follower fault (replica.lag.time.max.ms passed), not failure handling
+    fault_when=lambda s, x, leader, follower: x.and_(alive(s, follower), s.leader[follower] == leader),
     describe=lambda b, a, p: f"leader broker {p['leader']} removes lagging broker {p['follower']} from the ISR: {fmt_isr(a.quorum.isr)}",
     short=lambda b, a, p: f"leader {p['leader']} drops {p['follower']} from ISR",
 )

@@ -13,7 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .actions import Describe, Family, Param
+from .actions import ROLES, SYSTEM, Describe, Family, Param
 from .schema import Field
 from .state import state_classes
 
@@ -77,9 +77,15 @@ class Protocol:
         describe: Describe = _plain,
         short: Describe = _plain,
         emit: Callable[[dict[str, int]], tuple] | None = None,
+        role: str = SYSTEM,
+        fault_when: Callable[..., Any] | None = None,
     ) -> Callable[[Callable[..., Iterator[Any]]], Family]:
         """Declare the decorated generator function as the family of its name, after the
-        families declared before it (that is its place in the emission order)."""
+        families declared before it (that is its place in the emission order). ``role``:
+        what weak fairness asks of it (``actions.ROLES``); ``fault_when(s, x, **params)``: the
+        states where a system step is a fault instead (dropping a live broker, say)."""
+        if role not in ROLES or (fault_when is not None and role != SYSTEM):
+            raise ValueError(f"role {role!r}: one of {ROLES}, and only a system family has fault_when")
 
         def register(run: Callable[..., Iterator[Any]]) -> Family:
             if not inspect.isgeneratorfunction(run):
@@ -90,7 +96,7 @@ class Protocol:
                 raise TypeError(f"{run.__name__}: parameters {got}, expected {wanted}")
             if any(f.name == run.__name__ for f in self.families):
                 raise ValueError(f"family {run.__name__} is declared twice")
-            fam = Family(run.__name__, params, run, when, describe, short, emit)
+            fam = Family(run.__name__, params, run, when, describe, short, emit, role, fault_when)
             self.families.append(fam)
             return fam
 

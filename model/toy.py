@@ -36,6 +36,8 @@ class ToyConfig:
     log_size: int = 0
     max_leader_epoch: int = 0
     core: bool = True
+    fairness: str = "weak"  # the liveness toys' (LOOP, and TOKENS' all-visited-eventually)
+    finish_anytime: bool = True  # LOOP: Finish is enabled in both of its states, not only at bit 0
 
     @property
     def unbounded(self) -> bool:
@@ -107,7 +109,17 @@ class ToyProperty:
     holds: Any
     doc: str = ""
 
-    graph = False  # a state property (checker/graph.py decides graph properties)
+    trigger: Any = None  # a liveness toy: where ``holds`` must eventually follow (checker/liveness.py)
+    beyond = None
+    hopeless = None
+
+    @property
+    def liveness(self) -> bool:
+        return self.trigger is not None
+
+    @property
+    def graph(self) -> bool:  # state properties are checked state by state, liveness over the graph
+        return self.liveness
 
     def applies(self, config: Any) -> bool:
         return True
@@ -129,8 +141,42 @@ TOKEN_PROPERTIES = (
     ToyProperty("one-visited", "always", lambda s, x: x.count(s.visited[r] == 1 for r in range(s.cfg.rf)) < 2),
     ToyProperty("all-visited", "sometimes", lambda s, x: x.all_(s.visited[r] == 1 for r in range(s.cfg.rf))),
 )
+TOKEN_LIVENESS = ToyProperty(  # a livelock under weak fairness: one broker grabs and releases for ever
+    "all-visit-eventually", "always", lambda s, x: x.all_(s.visited[r] == 1 for r in range(s.cfg.rf)),
+    trigger=lambda s, x: True,
+)
 COUNTER_BY_NAME = {p.name: p for p in COUNTER_PROPERTIES}
 TOKEN_BY_NAME = {p.name: p for p in TOKEN_PROPERTIES}
+
+
+LOOP = Protocol("toy-loop", (
+    Field("bit", Count(lambda c: 1), False, lambda c: 0, "bit", "flipped by Flip for ever"),
+    Field("done", Count(lambda c: 1), False, lambda c: 0, "done", "1 once Finish ran"),
+))
+
+
+@LOOP.family(short=lambda before, after, p: "flip")
+def Flip(s, x):
+    yield s.done == 0
+    s.bit = 1 - s.bit
+
+
+@LOOP.family(short=lambda before, after, p: "finish")
+def Finish(s, x):
+    yield s.done == 0
+    if not s.cfg.finish_anytime:
+        yield s.bit == 0
+    s.done = 1
+
+
+LOOP_FINISHES = ToyProperty("finishes", "always", lambda s, x: s.done == 1, trigger=lambda s, x: True)
+
+
+def loop_model(config: ToyConfig) -> Model:
+    """Two states that Flip alternates between, and Finish, which leaves them for good:
+    weak fairness forces Finish when it stays enabled (``finish_anytime``), and lets the
+    flipping go on for ever when Flip disables it every other step."""
+    return Model(LOOP, config)
 
 
 def counters_model(config: ToyConfig) -> Model:

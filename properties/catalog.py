@@ -43,11 +43,18 @@ class Property:
     # graph properties: where the target can never hold again, within or past the bounds (a
     # monotone argument: such a state is stuck even where it could still reach ``beyond``)
     hopeless: Callable[[Any, Any], Any] | None = None
+    # a liveness property: wherever ``trigger`` holds, ``holds`` (its goal) eventually holds in
+    # every fault-free run in which the system's families are weakly fair (checker/liveness.py)
+    trigger: Callable[[Any, Any], Any] | None = None
 
     @property
     def graph(self) -> bool:
         """Decided over the explored state graph, not state by state; checked only when named."""
         return self.beyond is not None
+
+    @property
+    def liveness(self) -> bool:
+        return self.trigger is not None
 
     def compile(self, model: Any) -> Predicate:
         """The per-state predicate over packed ints: the hand-written form where there is one."""
@@ -166,6 +173,29 @@ def _out_of_epochs(s, x):
     return quorum_epoch(s, x) >= s.cfg.max_leader_epoch
 
 
+def _has_true_leader(s, x):
+    return x.any_(true_leader_is(s, x, r) for r in range(s.cfg.rf))
+
+
+def _live_outside_isr(s, x):
+    """The partition has a true leader, and some live replica is outside the quorum's ISR."""
+    out = x.any_(x.and_(alive(s, r), x.not_(x.has(s.quorum_isr, r))) for r in range(s.cfg.rf))
+    return x.and_(_has_true_leader(s, x), out)
+
+
+def _live_in_isr(s, x):
+    return x.all_(x.implies(alive(s, r), x.has(s.quorum_isr, r)) for r in range(s.cfg.rf))
+
+
+def _all_up(s, x):
+    return x.all_(alive(s, r) for r in range(s.cfg.rf))
+
+
+def _hwm_at_log_end(s, x):
+    """The true leader's high watermark is at its log end: every record it holds is committed."""
+    return x.any_(x.and_(true_leader_is(s, x, r), s.hw[r] == x.length(s.log[r])) for r in range(s.cfg.rf))
+
+
 def _kafka(config: ModelConfig) -> bool:
     return not config.core
 
@@ -238,6 +268,18 @@ PROPERTIES: tuple[Property, ...] = (
         "a state with a live leader whose ISR meets min.insync.replicas, every member up (acks=all), can be reached",
         _kafka, _writable, _NOT_CORE, explain=explain.stuck, beyond=_out_of_epochs, hopeless=_too_few_brokers,
         fast=compiled.writable_compiled,
+    ),
+    Property(
+        "rejoins-isr", "always",
+        "a live replica outside the ISR of a partition with a leader eventually rejoins it, in every run where "
+        "no further fault happens and the brokers and the controller do their part (weak fairness)",
+        _kafka, _live_in_isr, _NOT_CORE, beyond=_out_of_epochs, trigger=_live_outside_isr,
+    ),
+    Property(
+        "hwm-progress", "always",
+        "with every replica up, the leader's high watermark eventually reaches its log end, in every run where no "
+        "further fault happens and the brokers and the controller do their part (weak fairness)",
+        _kafka, _hwm_at_log_end, _NOT_CORE, beyond=_out_of_epochs, trigger=_all_up,
     ),
 )
 
