@@ -120,7 +120,9 @@ def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
         if pr.path is None:
             continue
         prop = BY_NAME[pr.name]
-        trace = trace_from_path(model, pr.path.states, pr.path.actions, pr.name, prop.expectation, prop.doc)
+        path = pr.path
+        trace = trace_from_path(model, path.states, path.actions, pr.name, prop.expectation, prop.doc, path.loop,
+                                path.loop_action)
         outcome.traces[pr.name] = trace
         if run.trace_dir is not None:
             kind = verdict.trace_kind(prop.expectation)

@@ -273,13 +273,13 @@ PROPERTIES: tuple[Property, ...] = (
         "rejoins-isr", "always",
         "a live replica outside the ISR of a partition with a leader eventually rejoins it, in every run where "
         "no further fault happens and the brokers and the controller do their part (weak fairness)",
-        _kafka, _live_in_isr, _NOT_CORE, beyond=_out_of_epochs, trigger=_live_outside_isr,
+        _kafka, _live_in_isr, _NOT_CORE, explain=explain.outside_isr, beyond=_out_of_epochs, trigger=_live_outside_isr,
     ),
     Property(
         "hwm-progress", "always",
         "with every replica up, the leader's high watermark eventually reaches its log end, in every run where no "
         "further fault happens and the brokers and the controller do their part (weak fairness)",
-        _kafka, _hwm_at_log_end, _NOT_CORE, beyond=_out_of_epochs, trigger=_all_up,
+        _kafka, _hwm_at_log_end, _NOT_CORE, explain=explain.hwm_stalls, beyond=_out_of_epochs, trigger=_all_up,
     ),
 )
 

@@ -186,3 +186,29 @@ def stuck(states: Sequence[Any]) -> Diagnosis | None:
 def _brokers(ids: Sequence[int]) -> str:
     names = [str(r) for r in ids]
     return f"broker {names[0]}" if len(names) == 1 else "brokers " + ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def outside_isr(states: Sequence[Any]) -> Diagnosis | None:
+    """rejoins-isr: which live replicas stay out of the ISR, and the leader that keeps them out."""
+    ps = states[-1]
+    isr = ps.quorum.isr
+    out = [r for r, rs in enumerate(ps.replicas) if rs.alive and r not in isr]
+    leader = ps.true_leader()
+    who = f"broker {leader} leads with ISR {fmt_isr(isr)}" if leader is not None else f"the ISR is {fmt_isr(isr)}"
+    return Diagnosis(f"{who}, and {_brokers(out)} {'is' if len(out) == 1 else 'are'} up but never rejoin"
+                     f"{'s' if len(out) == 1 else ''} it") if out else None
+
+
+def hwm_stalls(states: Sequence[Any]) -> Diagnosis | None:
+    """hwm-progress: where the high watermark stays, and what it lags."""
+    ps = states[-1]
+    leader = ps.true_leader()
+    if leader is None:
+        return Diagnosis("every broker is up, yet no leader takes over the partition: its high watermark never moves")
+    rs = ps.replicas[leader]
+    return Diagnosis(f"leader broker {leader}'s high watermark stays at {rs.hw}, below its log end {rs.leo} "
+                     f"({fmt_log_of(rs)}), with every broker up")
+
+
+def fmt_log_of(rs: Any) -> str:
+    return " ".join(str(r) for r in rs.log) or "empty"

@@ -205,6 +205,9 @@ def to_itf(trace: Trace) -> dict[str, Any]:
         if step.action is not None:
             meta["action"] = {"name": step.action.name, "params": step.action.args}
         states.append({"#meta": meta, **_state_to_itf(step.state, trace.config)})
+    loop = {} if trace.loop is None else {"loop": trace.loop}  # ITF's own: the index the run goes back to
+    closing = {} if trace.loop_action is None else {
+        "loop_action": {"name": trace.loop_action.name, "params": trace.loop_action.args}}
     return {
         "#meta": {
             "format": "ITF",
@@ -217,10 +220,12 @@ def to_itf(trace: Trace) -> dict[str, Any]:
                 "property": trace.property_name,
                 "expectation": trace.expectation,
                 "doc": trace.doc,
+                **closing,
             },
         },
         "vars": [v for v in states[0] if v != "#meta"] if states else [],
         "states": states,
+        **loop,
     }
 
 
@@ -272,8 +277,12 @@ def from_itf(data: Any) -> Trace:
             raise TraceError(f"state {i}: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise TraceError(f"state {i} is malformed ({type(e).__name__}: {e})") from None
+    loop = data.get("loop")
+    if loop is not None and type(loop) is not int:
+        raise TraceError(f"loop must be an integer, not {_shown(loop)}")
+    closing = meta.get("loop_action")
     return Trace(config, tuple(steps), meta["property"], meta["expectation"], meta["doc"], MODEL_VERSION,
-                 meta["version"])
+                 meta["version"], loop, None if closing is None else _action(closing))
 
 
 # what #meta.isrcheck holds besides the configuration, and the types each may take

@@ -41,6 +41,10 @@ class Trace:
     doc: str = ""
     model_version: str = MODEL_VERSION
     written_by: str = __version__  # the isrcheck release that wrote it: kept, so that a re-encoding matches
+    # a lasso (a liveness counterexample) goes on for ever: ``loop_action`` leads from the last
+    # state back to steps[loop]; without one the run stays at its last state (loop: its index)
+    loop: int | None = None
+    loop_action: Action | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -57,10 +61,31 @@ def trace_from_path(
     property_name: str | None = None,
     expectation: str | None = None,
     doc: str = "",
+    loop: int | None = None,
+    loop_action: int | None = None,
 ) -> Trace:
-    """Decode a path of packed states (checked to replay first)."""
+    """Decode a path of packed states (checked to replay first), a lasso's with its loop."""
     check_packed_replay(model, states, actions)
-    return _decoded(model, states, actions, Trace(model.config, (), property_name, expectation, doc))
+    check_loop(model, states, loop, loop_action)
+    like = Trace(model.config, (), property_name, expectation, doc, loop=loop,
+                 loop_action=None if loop_action is None else model.describe(loop_action))
+    return _decoded(model, states, actions, like)
+
+
+def check_loop(model: ReplicationModel, states, loop: int | None, loop_action: int | None) -> None:
+    """A lasso's loop: it starts at a state of the trace, and its closing step leads from the
+    last state back there (without one, the loop is the last state's own: it stays)."""
+    if loop is None:
+        if loop_action is not None:
+            raise TraceError("the trace has a loop action but no loop")
+        return
+    if not 0 <= loop < len(states):
+        raise TraceError(f"loop {loop} is not the index of one of its {len(states)} states")
+    if loop_action is None:
+        if loop != len(states) - 1:
+            raise TraceError(f"loop {loop} has no closing action: only the last state may loop on itself")
+    elif model.step(states[-1], loop_action) != states[loop]:
+        raise TraceError(f"the loop's closing step ({model.describe(loop_action)}) does not lead back to state {loop}")
 
 
 def _decoded(model: ReplicationModel, states, actions, like: Trace) -> Trace:
@@ -90,7 +115,14 @@ def replayed(trace: Trace, model: ReplicationModel) -> tuple[Trace, list[int]]:
     """The trace as the model itself decodes the path it replays, and its packed states:
     what is shown and re-encoded comes from the model, not from the file read."""
     packed, actions = _replay_path(trace, model)
-    return _decoded(model, packed, actions, trace), packed
+    closing = None
+    if trace.loop_action is not None:
+        closing = model.catalogue.lookup(trace.loop_action.name, trace.loop_action.args)
+        if closing is None:
+            raise TraceError(f"the loop: unknown action {trace.loop_action}")
+    check_loop(model, packed, trace.loop, closing)
+    loop_action = None if closing is None else model.describe(closing)
+    return _decoded(model, packed, actions, replace(trace, loop_action=loop_action)), packed
 
 
 def _replay_path(trace: Trace, model: ReplicationModel) -> tuple[list[int], list[int]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
 from isrcheck.model.kafka import KAFKA
-from isrcheck.properties import BY_NAME, reach, verdict
+from isrcheck.properties import BY_NAME, lasso, reach, verdict
 
 from . import itf
 from .narrate import describe_step, diagnose, explain_witness, short_step
@@ -62,6 +62,10 @@ def check_trace(trace: Trace, model: ReplicationModel | None = None) -> Trace:
         raise TraceError(f"the trace calls {name} {trace.expectation!r}, but it is an {prop.expectation!r} property")
     if not prop.applies(trace.config):
         raise TraceError(f"property {name} does not apply to the trace's configuration")
+    if prop.liveness:
+        return _check_lasso(shown, packed, prop, model)
+    if trace.loop is not None:
+        raise TraceError(f"the trace has a loop, but {name} is no liveness property: it was edited")
     if prop.graph:
         return _check_stuck(shown, packed, prop, model)
     holds = prop.derived(model)
@@ -84,6 +88,17 @@ def _check_stuck(shown: Trace, packed: list[int], prop: Any, model: ReplicationM
             raise TraceError(f"state {len(packed) - 2} is already stuck for {prop.name}, yet the trace goes on: it was edited")
     except reach.FutureTooLarge as e:
         raise TraceError(f"cannot check the trace's {prop.name} claim: {e}") from None
+    return replace(shown, expectation=prop.expectation, doc=prop.doc)
+
+
+def _check_lasso(shown: Trace, packed: list[int], prop: Any, model: ReplicationModel) -> Trace:
+    """A liveness property's trace is a lasso that violates it (``properties/lasso.py``)."""
+    catalogue = model.catalogue
+    actions = [catalogue.lookup(s.action.name, s.action.args) for s in shown.steps[1:]]
+    closing = None if shown.loop_action is None else catalogue.lookup(shown.loop_action.name, shown.loop_action.args)
+    why = lasso.problem(model, prop, packed, actions, shown.loop, closing)
+    if why:
+        raise TraceError(f"the trace does not violate {prop.name}: {why}")
     return replace(shown, expectation=prop.expectation, doc=prop.doc)
 
 
@@ -187,6 +202,19 @@ class TraceView:
     lost: tuple[Record, ...]
     missing_from: tuple[tuple[int, Record], ...]  # (broker, record it should hold) in the last state
     steps: tuple[StepView, ...]
+    # a lasso: the step whose state triggers the liveness property, the loop's first step,
+    # and how the run goes on for ever from the last step (LassoView.ending)
+    lasso: "LassoView | None" = None
+
+    @property
+    def headline(self) -> str:
+        """The verdict in one line, as both views print it."""
+        last = len(self.steps) - 1
+        if self.outcome == WITNESSED:
+            return f"✓ {self.property_name} witnessed at step {last}"
+        if self.lasso is not None:
+            return f"✗ {self.property_name} violated: from step {self.lasso.trigger} on, {self.lasso.ending}"
+        return f"✗ {self.property_name} violated at step {last}"
 
     @property
     def kafka(self) -> bool:
@@ -198,6 +226,41 @@ class TraceView:
             return f"trace of {len(self.steps)} states"
         kind = "counterexample" if self.outcome == VIOLATED else "witness"
         return f"{self.property_name} {kind}, {len(self.steps)} states"
+
+
+@dataclass(frozen=True, slots=True)
+class LassoView:
+    trigger: int  # the step from which the goal never holds
+    loop: int  # the loop's first step
+    closing: str  # the step from the last state back to ``loop``, in Kafka words ('' when it stays)
+    fair: bool  # --fairness weak: a run stops only where no broker or controller step is enabled
+
+    @property
+    def ending(self) -> str:
+        if not self.closing:
+            why = ("no broker or controller step is enabled there" if self.fair else
+                   "without fairness nothing makes a broker or the controller act")
+            return f"the run stays at step {self.loop} for ever: {why}"
+        return f"the run goes round steps {self.loop} to the last for ever: then {self.closing}, back to step {self.loop}"
+
+    @property
+    def short_ending(self) -> str:
+        return "stays here for ever" if not self.closing else f"then back to step {self.loop}, for ever"
+
+
+def _lasso_view(trace: Trace) -> LassoView | None:
+    if trace.loop is None:
+        return None
+    model = ReplicationModel(trace.config)
+    packed = [model.encode(s.state) for s in trace.steps]
+    actions = [model.catalogue.lookup(s.action.name, s.action.args) for s in trace.steps[1:]]
+    closing = None if trace.loop_action is None else model.catalogue.lookup(trace.loop_action.name, trace.loop_action.args)
+    trigger = lasso.trigger_index(model, BY_NAME[trace.property_name], packed, actions, trace.loop, closing)
+    words = ""
+    if trace.loop_action is not None:
+        words = describe_step(trace.steps[-1].state, trace.loop_action, trace.steps[trace.loop].state)
+    return LassoView(trigger if trigger is not None else trace.loop, trace.loop, words,
+                     trace.config.fairness == "weak")
 
 
 def role(ps: PartitionState, r: int) -> str:
@@ -311,4 +374,5 @@ def build_view(trace: Trace) -> TraceView:
         lost=lost,
         missing_from=missing,
         steps=tuple(_step(trace, i) for i in range(len(trace.steps))),
+        lasso=_lasso_view(trace),
     )

@@ -83,6 +83,9 @@ def page_data(view: TraceView) -> dict[str, Any]:
         "property": view.property_name,
         "doc": view.doc,
         "outcome": view.outcome,
+        "headline": view.headline if view.outcome else "",
+        "lasso": None if view.lasso is None else {
+            "trigger": view.lasso.trigger, "loop": view.lasso.loop, "ending": view.lasso.ending},
         "explanation": view.explanation,
         "lost": [_record(r) for r in view.lost],
         "missing": [{"broker": b, "record": _record(r)} for b, r in view.missing_from],

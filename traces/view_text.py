@@ -86,9 +86,8 @@ def renderables(view: TraceView, *, changed_only: bool = False, width: int = 100
 def _verdict(view: TraceView) -> Iterable[RenderableType]:
     if view.outcome is None:
         return
-    last = len(view.steps) - 1
     if view.outcome == VIOLATED:
-        yield Text.assemble((f"✗ {view.property_name} violated at step {last}", BAD), ": ", view.doc)
+        yield Text.assemble((view.headline, BAD), ": ", view.doc)
         if view.lost:
             lost = Text.assemble("lost: ", *_joined((str(r), LOST) for r in view.lost))
             lacking = sorted({b for b, _ in view.missing_from})
@@ -96,7 +95,7 @@ def _verdict(view: TraceView) -> Iterable[RenderableType]:
                 lost.append(" (missing from broker " + ", ".join(map(str, lacking)) + ")")
             yield _indented(lost)
     else:
-        yield Text.assemble((f"✓ {view.property_name} witnessed at step {last}", GOOD), ": ", view.doc)
+        yield Text.assemble((view.headline, GOOD), ": ", view.doc)
     yield _indented(Text.assemble("=> ", view.explanation))
 
 
@@ -112,7 +111,14 @@ def _joined(parts: Iterable[tuple[str, str]], sep: str = ", ") -> list[tuple[str
 def _step_block(view: TraceView, step: StepView, *, is_last: bool, changed_only: bool, width: int) -> RenderableType:
     n = len(view.steps) - 1
     title = Text.assemble((f"step {step.index}/{n}", "bold"), " · ", (step.action, "bold"))
-    if is_last and view.outcome == VIOLATED:
+    lasso = view.lasso
+    if lasso is not None and step.index == lasso.trigger:
+        title.append("  ◆ trigger", style=BAD)
+    if lasso is not None and step.index == lasso.loop and lasso.closing:
+        title.append("  ↺ loop", style=BAD)
+    if lasso is not None and is_last:
+        title.append(f"  ✗ {lasso.short_ending}", style=BAD)
+    elif is_last and view.outcome == VIOLATED:
         title.append(f"  ✗ {view.property_name} violated here", style=BAD)
     elif is_last and view.outcome == WITNESSED:
         title.append(f"  ✓ {view.property_name} witnessed here", style=GOOD)

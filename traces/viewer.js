@@ -35,8 +35,7 @@
     if (data.outcome) {
       verdict.hidden = false;
       verdict.className = data.outcome;
-      var what = data.outcome === "violated" ? "\u2717 " + data.property + " violated at step " + last
-                                              : "\u2713 " + data.property + " witnessed at step " + last;
+      var what = data.headline;
       if (data.lost.length) what += ": lost " + data.lost.map(function (r) { return r.label; }).join(", ");
       document.getElementById("verdict-text").textContent = what;
       document.getElementById("go-final").textContent = "show step " + last;
@@ -59,6 +58,8 @@
       li.dataset.step = String(i);
       if (i === last && data.outcome === "violated") li.classList.add("failing");
       if (i === last && data.outcome === "witnessed") li.classList.add("witness");
+      if (data.lasso && i >= data.lasso.loop) li.classList.add("loop");  // the steps the run repeats
+      if (data.lasso && i === data.lasso.trigger) li.classList.add("trigger");
       li.addEventListener("click", function () { show(i); });
       ol.appendChild(li);
     });
@@ -211,8 +212,9 @@
     if (atEnd && data.outcome) {
       head.className = data.outcome === "violated" ? "failing" : "witness";
       here.hidden = false;
-      here.textContent = (data.outcome === "violated" ? "\u2717 " + data.property + " is violated here: "
-                                                       : "\u2713 " + data.property + " is witnessed here: ") + data.explanation;
+      here.textContent = (data.lasso ? "\u2717 " + data.lasso.ending + ": "
+                          : data.outcome === "violated" ? "\u2717 " + data.property + " is violated here: "
+                          : "\u2713 " + data.property + " is witnessed here: ") + data.explanation;
     }
     var lanes = document.getElementById("lanes");
     lanes.textContent = "";
