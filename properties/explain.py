@@ -193,10 +193,16 @@ def outside_isr(states: Sequence[Any]) -> Diagnosis | None:
     ps = states[-1]
     isr = ps.quorum.isr
     out = [r for r, rs in enumerate(ps.replicas) if rs.alive and r not in isr]
+    if not out:
+        return None
     leader = ps.true_leader()
     who = f"broker {leader} leads with ISR {fmt_isr(isr)}" if leader is not None else f"the ISR is {fmt_isr(isr)}"
-    return Diagnosis(f"{who}, and {_brokers(out)} {'is' if len(out) == 1 else 'are'} up but never rejoin"
-                     f"{'s' if len(out) == 1 else ''} it") if out else None
+    believed = [r for r in out if leader is not None and r in ps.replicas[leader].isr]
+    if believed:  # the leader's cached ISR has them already: it never adds them back
+        who += (f", but believes its ISR is {fmt_isr(ps.replicas[leader].isr)}, so it never adds "
+                f"{_brokers(believed)} back")
+    verb = "is up but never rejoins" if len(out) == 1 else "are up but never rejoin"
+    return Diagnosis(f"{who}; {_brokers(out)} {verb} the controller's ISR")
 
 
 def hwm_stalls(states: Sequence[Any]) -> Diagnosis | None:

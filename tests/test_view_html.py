@@ -232,3 +232,27 @@ def test_markup_in_a_trace_stays_text_in_the_browser(browser, tmp_path, kip101):
     assert browser.eval("Array.from(document.querySelectorAll('b')).every(function (b) { return b.textContent !== 'bold'; })")
     assert re.search(r"isrcheck: weak-isr counterexample", s["title"])
     assert browser.exceptions() == []
+
+
+def test_a_lasso_shows_its_trigger_and_its_loop(browser, tmp_path):
+    from isrcheck.model import ModelConfig, ReplicationModel
+    from isrcheck.traces import trace_from_path
+
+    from .conftest import run_bfs
+
+    config = ModelConfig(rf=2, min_isr=1, kafka_version="2.1")
+    path = run_bfs(config, ["rejoins-isr"]).properties[0].path
+    trace = trace_from_path(ReplicationModel(config), path.states, path.actions, "rejoins-isr", "always", "",
+                            path.loop, path.loop_action)
+    page = write_html(build_view(check_trace(trace)), tmp_path / "lasso.html")
+    browser.open(page)
+    s = state(browser)
+    assert s["verdict"].startswith("✗ rejoins-isr violated: from step 6 on, the run stays at step 7 for ever")
+    assert s["here"].startswith("✗ the run stays at step 7 for ever: no broker or controller step is enabled there")
+    marks = browser.eval("""(function () {
+        var steps = function (s) { return Array.from(document.querySelectorAll(s)).map(function (e) { return e.dataset.step; }); };
+        return {loop: steps('#timeline li.loop'), trigger: steps('#timeline li.trigger')};
+      })()""")
+    assert marks == {"loop": ["7"], "trigger": ["6"]}
+    browser.screenshot(artifact("rejoins-isr-lasso.png"))
+    assert browser.exceptions() == []
