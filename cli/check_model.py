@@ -250,7 +250,8 @@ def feature_options(command):
                    "--describe or kafka-topics.sh --describe print.")
 @click.option("--graph", "graph_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
-                   "(any size), .graphml or .dot (up to 200,000 states).")
+                   "(any size), .graphml or .dot (up to 200,000 states); .scc.graphml or .scc.dot: its "
+                   "condensation, one node per strongly connected component.")
 @click.option("--time-limit", callback=_duration, metavar="DURATION",
               help="Stop cleanly after this long (90s, 5m, 1h; at most a year).")
 @click.option("--max-memory", callback=_size, metavar="SIZE",

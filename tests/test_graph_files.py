@@ -65,3 +65,18 @@ def test_a_graph_that_cannot_be_written_is_refused_before_the_search(tmp_path, a
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
     assert words in line
+
+
+def test_the_condensation_is_networkx_own_condensation_of_the_graph(tmp_path):
+    whole, condensed, dot = tmp_path / "g.graphml", tmp_path / "g.scc.graphml", tmp_path / "g.scc.dot"
+    for path in (whole, condensed, dot):
+        assert run_cli("check-model", *RF2, "--graph", str(path), "--trace-dir", str(tmp_path)).returncode == 0
+    g, c = nx.read_graphml(whole), nx.read_graphml(condensed)
+    theirs = nx.condensation(nx.DiGraph(g))  # an independent Tarjan over the file's own graph
+    assert nx.is_directed_acyclic_graph(c)
+    assert (c.number_of_nodes(), c.number_of_edges()) == (theirs.number_of_nodes(), theirs.number_of_edges())
+    assert sorted(d["size"] for _, d in c.nodes(data=True)) == sorted(len(m) for _, m in theirs.nodes(data="members"))
+    assert sum(d["steps"] for _, _, d in c.edges(data=True)) == sum(
+        1 for a, b in g.edges() if theirs.graph["mapping"][a] != theirs.graph["mapping"][b])
+    assert c.number_of_nodes() < g.number_of_nodes()  # the faults' cycles fold into components
+    assert dot.read_text().startswith("digraph isrcheck_condensation {")

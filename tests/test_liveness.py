@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from isrcheck.checker import BfsEngine, CheckOptions
 from isrcheck.checker.graph import StateGraph
@@ -184,3 +187,42 @@ def test_a_graph_engine_only_property_is_refused_by_z3_in_one_line():
 def test_bad_fairness_is_refused_in_one_line():
     proc = run_cli("check-model", "--rf", "2", "--fairness", "strong")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+# ---- the decision against networkx's SCCs on random graphs ------------------------------------------------
+def _reference(n, edges, goal, trigger, limited):
+    """The violating trigger states, by the definition, with networkx's SCCs."""
+    moving = [(a, b, u, f) for a, b, u, f in edges if a != b]
+    enabled = {(u, a) for a, b, u, f in moving if not f and u >= 0}
+    units = {u for _, _, u, _ in edges if u >= 0}
+    sub = nx.DiGraph()
+    sub.add_nodes_from(s for s in range(n) if s not in goal)
+    inside = [(a, b, u) for a, b, u, f in moving if not f and a not in goal and b not in goal]
+    sub.add_edges_from((a, b) for a, b, _ in inside)
+    bad = {s for s in sub if not any((u, s) in enabled for u in units) and s not in limited}
+    for comp in nx.strongly_connected_components(sub):
+        if len(comp) < 2 or comp & limited:
+            continue
+        if all(any((u, s) not in enabled for s in comp) or any(a in comp and b in comp and v == u for a, b, v in inside)
+               for u in units):
+            bad |= comp
+    return {s for s in trigger if s in sub and (s in bad or nx.descendants(sub, s) & bad)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_decision_agrees_with_networkx_on_random_graphs(data):
+    n = data.draw(st.integers(1, 8))
+    node = st.integers(0, n - 1)
+    edges = data.draw(st.lists(st.tuples(node, node, st.integers(-1, 2), st.booleans()), max_size=20))
+    goal, trigger, limited = (set(data.draw(st.lists(node, max_size=n))) for _ in range(3))
+    graph = StateGraph.from_edges(n, np.array([e[0] for e in edges], dtype=np.int64),
+                                  np.array([e[1] for e in edges], dtype=np.int64))
+    order = np.argsort([e[0] for e in edges], kind="stable")
+    units = np.array([edges[i][2] for i in order], dtype=np.int16)
+    faults = np.array([edges[i][3] for i in order], dtype=bool)
+    graph.level_starts = np.array([0, n], dtype=np.int64)
+    marks = lambda ids: np.isin(np.arange(n), list(ids))  # noqa: E731
+    verdict = decide(graph, marks(trigger), marks(goal), faults, units, 3, marks(limited))
+    assert verdict.violating == len(_reference(n, edges, goal, trigger, limited))
+    assert (verdict.lasso is None) == (verdict.violating == 0)
