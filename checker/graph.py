@@ -93,19 +93,22 @@ class StateGraph:
         frontier = np.flatnonzero(marked)
         step = 0
         while len(frontier):
-            starts = offsets[frontier]
-            counts = offsets[frontier + 1] - starts
-            total = int(counts.sum())
-            if not total:
+            found = gather(offsets, targets, frontier)
+            if not len(found):
                 break
-            # the edges of every frontier state, one gather: start of its run + place in it
-            first = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-            found = targets[first + np.arange(total)]
             found = found[dist[found] < 0]
             step += 1
             dist[found] = step
             frontier = np.unique(found)
         return dist
+
+
+def gather(offsets: np.ndarray, targets: np.ndarray, frontier: np.ndarray) -> np.ndarray:
+    """The targets of every frontier state's edges, in one gather: start of its run + place in it."""
+    starts = offsets[frontier]
+    counts = offsets[frontier + 1] - starts
+    first = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return targets[first + np.arange(len(first))]
 
 
 def index_dtype(n: int) -> type:

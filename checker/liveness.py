@@ -30,7 +30,7 @@ import numpy as np
 from isrcheck.model.actions import FAULT
 from isrcheck.model.roles import fair_units, fault_conditions
 
-from .graph import StateGraph
+from .graph import StateGraph, gather
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def decide(graph: StateGraph, trigger: np.ndarray, goal: np.ndarray, fault: np.n
     inside = np.flatnonzero(moves & ~fault & ~goal[sources] & ~goal[targets])  # the goal-free, fault-free graph
     sub = StateGraph.from_sorted(n, sources[inside], targets[inside], inside)
     ends = ~goal & quiet
-    bad_cycle, limited_cycle = _fair_cycles(graph, sub, unit, enabled, limited)
+    bad_cycle, limited_cycle = _fair_cycles(sub, unit, enabled, limited)
     bad = (ends & ~limited) | bad_cycle
     dist = sub.distances(bad)
     open_trigger = trigger & ~goal
@@ -136,19 +136,14 @@ def _cycle_bound(sub: StateGraph) -> np.ndarray:
     frontier = np.flatnonzero(out == 0)
     while len(frontier):
         left[frontier] = False
-        starts = offsets[frontier]
-        counts = offsets[frontier + 1] - starts
-        total = int(counts.sum())
-        if not total:
-            break
-        found = preds[np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total)]
+        found = gather(offsets, preds, frontier)
         states, times = np.unique(found, return_counts=True)
         out[states] -= times
         frontier = states[out[states] == 0]
     return left
 
 
-def _fair_cycles(graph: StateGraph, sub: StateGraph, unit: np.ndarray, enabled: np.ndarray,
+def _fair_cycles(sub: StateGraph, unit: np.ndarray, enabled: np.ndarray,
                  limited: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """States in a fair SCC of ``sub``: (none of the SCC limited, some of it limited)."""
     none = np.zeros(sub.n, dtype=bool)
