@@ -9,6 +9,7 @@ from typing import Any
 from isrcheck.model.config import FEATURES
 from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
+from isrcheck.traces.view_data import lasso_view
 
 from .kafka_config import in_kafka_words, kafka_values
 from .runner import CheckOutcome
@@ -82,6 +83,8 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
                 **({"trace_error": outcome.trace_errors[p.name]} if p.name in outcome.trace_errors else {}),
                 **({"note": p.note} if p.note else {}),
                 **({"proof": p.proof} if p.proof else {}),
+                # a lasso: the trace goes on for ever from its last state back to state ``loop``
+                **({"loop": p.path.loop} if p.path is not None and p.path.loop is not None else {}),
             }
             for p in r.properties
         ],
@@ -167,5 +170,8 @@ def explain_lines(outcome: CheckOutcome, name: str) -> list[str]:
     for i in range(1, len(trace.steps)):
         before, step = trace.steps[i - 1], trace.steps[i]
         out.append(f"  {i:>2}. {describe_step(before.state, step.action, step.state)}")
+    lasso = lasso_view(trace)
+    if lasso is not None:  # a liveness counterexample goes on for ever
+        out.append(f"  from step {lasso.trigger} on, {lasso.ending}")
     out.append(f"  => {explain_violation(trace)}\n")
     return out

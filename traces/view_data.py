@@ -248,7 +248,8 @@ class LassoView:
         return "stays here for ever" if not self.closing else f"then back to step {self.loop}, for ever"
 
 
-def _lasso_view(trace: Trace) -> LassoView | None:
+def lasso_view(trace: Trace) -> LassoView | None:
+    """A lasso's trigger, loop and ending (None for a trace without a loop)."""
     if trace.loop is None:
         return None
     model = ReplicationModel(trace.config)
@@ -374,5 +375,5 @@ def build_view(trace: Trace) -> TraceView:
         lost=lost,
         missing_from=missing,
         steps=tuple(_step(trace, i) for i in range(len(trace.steps))),
-        lasso=_lasso_view(trace),
+        lasso=lasso_view(trace),
     )
