@@ -36,83 +36,12 @@ import numpy as np
 from isrcheck.model.ops_int import state_predicate
 from isrcheck.properties import Property
 
+from . import liveness
 from .engine import peak_rss
 from .result import CheckResult, Path, property_results
+from .stategraph import StateGraph, index_dtype
 
 GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call
-
-
-class StateGraph:
-    """Successor edges of states 0..n-1: state i's are ``targets[offsets[i]:offsets[i + 1]]``."""
-
-    def __init__(self, offsets: np.ndarray, targets: np.ndarray, actions: np.ndarray | None = None) -> None:
-        self.offsets, self.targets = offsets, targets  # int64 (n + 1); int32 (int64 past 2**31 states)
-        self.actions = actions  # each edge's action index, where known
-        self.level_starts: np.ndarray | None = None  # the BFS levels: states level_starts[d]..[d + 1] - 1
-        self.action_names: list[str] = []
-        self._reverse: tuple[np.ndarray, np.ndarray] | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.offsets) - 1
-
-    @classmethod
-    def from_sorted(cls, n: int, sources: np.ndarray, targets: np.ndarray, actions: np.ndarray | None = None) -> "StateGraph":
-        """Edges given with their sources in increasing order."""
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(sources, minlength=n), out=offsets[1:])
-        return cls(offsets, targets.astype(index_dtype(n), copy=False), actions)
-
-    @classmethod
-    def from_edges(cls, n: int, sources: np.ndarray, targets: np.ndarray) -> "StateGraph":
-        order = np.argsort(sources, kind="stable")
-        return cls.from_sorted(n, sources[order], targets[order])
-
-    def sources(self) -> np.ndarray:
-        """Each edge's source state."""
-        return np.repeat(np.arange(self.n, dtype=self.targets.dtype), np.diff(self.offsets))
-
-    def reverse(self) -> tuple[np.ndarray, np.ndarray]:
-        """The reversed graph's offsets and targets (built once)."""
-        if self._reverse is None:
-            n, sources = self.n, self.sources()
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self.targets, minlength=n), out=offsets[1:])
-            self._reverse = offsets, sources[np.argsort(self.targets, kind="stable")]
-        return self._reverse
-
-    def reaching(self, marked: np.ndarray) -> np.ndarray:
-        """Where some marked state can be reached from (the marked ones included)."""
-        return self.distances(marked) >= 0
-
-    def distances(self, marked: np.ndarray) -> np.ndarray:
-        """Each state's fewest steps to a marked state (-1: none reachable): a breadth-first
-        search of the reversed graph, a whole frontier per NumPy step."""
-        offsets, targets = self.reverse()
-        dist = np.where(marked, 0, -1).astype(np.int32)
-        frontier = np.flatnonzero(marked)
-        step = 0
-        while len(frontier):
-            found = gather(offsets, targets, frontier)
-            if not len(found):
-                break
-            found = found[dist[found] < 0]
-            step += 1
-            dist[found] = step
-            frontier = np.unique(found)
-        return dist
-
-
-def gather(offsets: np.ndarray, targets: np.ndarray, frontier: np.ndarray) -> np.ndarray:
-    """The targets of every frontier state's edges, in one gather: start of its run + place in it."""
-    starts = offsets[frontier]
-    counts = offsets[frontier + 1] - starts
-    first = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return targets[first + np.arange(len(first))]
-
-
-def index_dtype(n: int) -> type:
-    return np.int32 if n < 2**31 else np.int64
 
 
 @dataclass(frozen=True)
@@ -272,8 +201,6 @@ def _decide_all(decided: dict, graph_props: Sequence[Property], build: Callable,
     graph, marks, unexpanded = explored.graph, explored.marks, explored.unexpanded
     for prop in graph_props:
         if prop.liveness:
-            from . import liveness
-
             decided[prop.name] = liveness.settle_property(explored, prop, path_to)
             continue
         target = marks(prop.holds)

@@ -30,7 +30,7 @@ import numpy as np
 from isrcheck.model.actions import FAULT
 from isrcheck.model.roles import fair_units, fault_conditions
 
-from .graph import StateGraph, gather
+from .stategraph import StateGraph, gather
 
 
 @dataclass(frozen=True)

@@ -179,8 +179,10 @@ def test_an_edited_lasso_is_refused(tmp_path):
             check_trace(_edited(path, change))
 
 
-def test_a_graph_engine_only_property_is_refused_by_z3_in_one_line():
-    proc = run_cli("check-model", "--rf", "2", "--engine", "z3", "--property", "rejoins-isr")
+@pytest.mark.parametrize("engine", ["z3", "spark"])
+@pytest.mark.parametrize("prop", LIVENESS)
+def test_z3_and_spark_refuse_a_liveness_property_in_one_line(engine, prop):
+    proc = run_cli("check-model", "--rf", "2", "--engine", engine, "--property", prop)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "only --engine bfs" in proc.stderr
 
 
