@@ -33,8 +33,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from isrcheck.model.ops_int import state_predicate
 from isrcheck.properties import Property
+from isrcheck.properties.catalog import per_state
 
 from . import liveness
 from .engine import peak_rss
@@ -260,7 +260,7 @@ def settle_scalar(
         compiled = {p.holds: p.compile(model) for p in graph_props}  # a hand-written target where there is one
 
         def marks(holds, rows=None):
-            return scalar_marks(st.states, compiled.get(holds) or state_predicate(model.layout, holds), rows)
+            return scalar_marks(st.states, compiled.get(holds) or per_state(model, holds), rows)
 
         return Explored(graph, marks, unexpanded, model, st.states.__getitem__, search.canonical or (lambda s: s))
 

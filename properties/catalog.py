@@ -284,6 +284,24 @@ PROPERTIES: tuple[Property, ...] = (
 )
 
 BY_NAME = {p.name: p for p in PROPERTIES}
+
+# hand-written per-state forms of the definitions that are no property's own ``holds``:
+# what the scalar kernel evaluates on every state for the graph properties (compiled.py)
+FAST_DEFINITIONS: dict[Callable[[Any, Any], Any], Callable[[ReplicationModel], Predicate]] = {
+    _live_outside_isr: compiled.live_outside_isr_compiled,
+    _live_in_isr: compiled.live_in_isr_compiled,
+    _all_up: compiled.all_up_compiled,
+    _hwm_at_log_end: compiled.hwm_at_log_end_compiled,
+    _out_of_epochs: compiled.out_of_epochs_compiled,
+}
+
+
+def per_state(model: Any, definition: Callable[[Any, Any], Any]) -> Predicate:
+    """A definition as a predicate over packed states: its hand-written form where there is one."""
+    fast = FAST_DEFINITIONS.get(definition)
+    if fast is not None and isinstance(model, ReplicationModel):
+        return fast(model)
+    return state_predicate(model.layout, definition)
 NAMES = tuple(BY_NAME)
 
 

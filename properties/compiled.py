@@ -251,3 +251,70 @@ def writable_compiled(model: ReplicationModel) -> Predicate:
         return not acks_all or not any(isr >> m & 1 and infos[m][7] for m in R)
 
     return holds
+
+
+# ---- the liveness properties' definitions (triggers, goals, the epoch bound) --------------------------------
+def _quorum_reader(model: ReplicationModel):
+    """(s) -> (true leader or -1, quorum ISR bitmask, requests sent, per-replica infos)."""
+    T = _Tables.of(model)
+    L = T.L
+    NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
+    QI_SH, QI_M = L.shared["quorum_isr"].shift, L.shared["quorum_isr"].mask
+
+    def read(s: int):
+        nle = (s >> NLE_SH) & NLE_M
+        infos = T.infos(s)
+        leader = -1
+        if nle:
+            q = L.slot_leader(L.slots[nle - 1].get(s))
+            if q >= 0 and infos[q][2] == q and infos[q][1] == nle - 1:
+                leader = q
+        return leader, (s >> QI_SH) & QI_M, nle, infos
+
+    return read
+
+
+def live_outside_isr_compiled(model: ReplicationModel) -> Predicate:
+    """rejoins-isr's trigger: a true leader, and a live replica outside the quorum's ISR."""
+    read, R = _quorum_reader(model), range(model.layout.rf)
+
+    def holds(s: int) -> bool:
+        leader, qi, _, infos = read(s)
+        return leader >= 0 and any(not infos[r][7] and not qi >> r & 1 for r in R)
+
+    return holds
+
+
+def live_in_isr_compiled(model: ReplicationModel) -> Predicate:
+    """rejoins-isr's goal: every live replica is in the quorum's ISR."""
+    read, R = _quorum_reader(model), range(model.layout.rf)
+
+    def holds(s: int) -> bool:
+        _, qi, _, infos = read(s)
+        return all(infos[r][7] or qi >> r & 1 for r in R)
+
+    return holds
+
+
+def all_up_compiled(model: ReplicationModel) -> Predicate:
+    """hwm-progress's trigger: every replica is up."""
+    T = _Tables.of(model)
+    return lambda s: not any(info[7] for info in T.infos(s))
+
+
+def hwm_at_log_end_compiled(model: ReplicationModel) -> Predicate:
+    """hwm-progress's goal: the true leader's HWM is at its log end."""
+    read = _quorum_reader(model)
+
+    def holds(s: int) -> bool:
+        leader, _, _, infos = read(s)
+        return leader >= 0 and infos[leader][0] == infos[leader][4]
+
+    return holds
+
+
+def out_of_epochs_compiled(model: ReplicationModel) -> Predicate:
+    """Every leader epoch is used (the graph properties' ``beyond``)."""
+    L, bound = model.layout, model.config.max_leader_epoch
+    NLE_SH, NLE_M = L.shared["requests"].shift, L.shared["requests"].mask
+    return lambda s: ((s >> NLE_SH) & NLE_M) - 1 >= bound

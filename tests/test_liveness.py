@@ -19,14 +19,16 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from isrcheck.checker import BfsEngine, CheckOptions
 from isrcheck.checker.graph import StateGraph
 from isrcheck.checker.liveness import decide
-from isrcheck.model import ModelConfig
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.ops_int import state_predicate
 from isrcheck.model.toy import LOOP_FINISHES, TOKEN_LIVENESS, ToyConfig, loop_model, tokens_model
+from isrcheck.properties.catalog import FAST_DEFINITIONS
 from isrcheck.traces import itf
 from isrcheck.traces.trace import TraceError
 from isrcheck.traces.view_data import build_view, check_trace, load_checked
@@ -34,6 +36,8 @@ from isrcheck.traces.view_text import render_text
 
 from .clitools import run_cli, run_json
 from .conftest import run_bfs
+from .strategies import partition_states
+from .test_conformance import CONFIGS
 
 KERNELS = ("scalar", "vector")
 
@@ -228,3 +232,33 @@ def test_the_decision_agrees_with_networkx_on_random_graphs(data):
     verdict = decide(graph, marks(trigger), marks(goal), faults, units, 3, marks(limited))
     assert verdict.violating == len(_reference(n, edges, goal, trigger, limited))
     assert (verdict.lasso is None) == (verdict.violating == 0)
+
+
+# ---- the hand-written forms the scalar kernel uses are the definitions ---------------------------------------
+KAFKA_CONFIGS = [c for c in CONFIGS if not c.core]
+
+
+@pytest.mark.parametrize("config", KAFKA_CONFIGS, ids=lambda c: c.summary())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_each_hand_written_liveness_form_is_its_definition(config, data):
+    model = ReplicationModel(config)
+    state = model.encode(data.draw(partition_states(config, distinct_ids=data.draw(st.booleans()))))
+    for definition, fast in FAST_DEFINITIONS.items():
+        assert fast(model)(state) == state_predicate(model.layout, definition)(state), (definition.__name__,
+                                                                                         model.decode(state))
+
+
+@pytest.mark.parametrize("config", KAFKA_CONFIGS[:3], ids=lambda c: c.summary())
+def test_the_hand_written_forms_agree_on_reachable_states_both_ways(config):
+    model, seen, frontier = ReplicationModel(config), set(), list(ReplicationModel(config).init_states())
+    while frontier and len(seen) < 20_000:
+        state = frontier.pop()
+        if state not in seen:
+            seen.add(state)
+            frontier += [t for _, t in model.successors(state)]
+    for definition, fast in FAST_DEFINITIONS.items():
+        mine, theirs = fast(model), state_predicate(model.layout, definition)
+        values = [mine(s) for s in seen]
+        assert values == [theirs(s) for s in seen], definition.__name__
+        assert any(values) or definition.__name__ == "_out_of_epochs", f"{definition.__name__} never holds"
