@@ -1,13 +1,14 @@
 """Strongly connected components of an explored graph: scipy's csgraph against networkx.
 
 Builds the graph of a configuration (the main job by default) with the BFS engine, then
-times, on the same arrays: the dead-end peeling that liveness runs first
-(``checker/liveness._cycle_bound``, NumPy), scipy's ``connected_components(strong)``,
-and networkx's ``strongly_connected_components`` on a DiGraph built from the edges
-(building included), checking that both find the same components. Prints seconds and
-the process's resident memory after each (networkx's objects stay until it is done).
+times, on the same arrays, scipy's ``connected_components(strong)`` (what
+``checker/liveness.py`` runs) and networkx's ``strongly_connected_components`` on a
+DiGraph built from the edges (building included), checking that both find the same
+components. Prints seconds and the process's resident memory after each (networkx's
+objects stay until it is done).
 
     .venv/bin/python bench/bench_scc.py                   # the main job: rf 3, min-isr 2
+    .venv/bin/python bench/bench_scc.py --no-symmetry     # its 11.5 M states before symmetry reduction
     .venv/bin/python bench/bench_scc.py --rf 2 --no-networkx
 """
 
@@ -21,7 +22,6 @@ import numpy as np
 import psutil
 
 from isrcheck.checker import BfsEngine, CheckOptions
-from isrcheck.checker.liveness import _cycle_bound
 from isrcheck.model import ModelConfig, ReplicationModel
 
 
@@ -33,17 +33,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--min-isr", type=int, default=2)
-    ap.add_argument("--no-networkx", action="store_true", help="skip networkx (minutes and gigabytes on the main job)")
+    ap.add_argument("--no-symmetry", action="store_true", help="the graph before symmetry reduction (11.5 M states)")
+    ap.add_argument("--no-networkx", action="store_true", help="skip networkx (minutes and gigabytes on big graphs)")
     args = ap.parse_args()
     config = ModelConfig(rf=args.rf, min_isr=args.min_isr)
-    result = BfsEngine(kernel="vector").check(ReplicationModel(config), [], CheckOptions(keep_graph=True))
+    result = BfsEngine(kernel="vector").check(ReplicationModel(config), [], CheckOptions(keep_graph=True,
+                                                                                          symmetry=not args.no_symmetry))
     graph = result.graph
     print(f"graph: {graph.n:,} states, {len(graph.targets):,} edges; {rss()}")
-
-    started = time.perf_counter()
-    left = _cycle_bound(graph)
-    print(f"NumPy dead-end peeling: {time.perf_counter() - started:.2f} s, {int(left.sum()):,} states left "
-          f"(on a cycle's way); {rss()}")
 
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
