@@ -105,7 +105,7 @@ def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatch
                 succ = kernel.canonical(succ)
             by_row = np.argsort(rows, kind="stable")  # chunk by chunk: the edges come out sorted
             sources.append((rows[by_row] + (starts[level] + start)).astype(dtype))
-            targets.append(order[np.searchsorted(known, kernel.fingerprints(succ))][by_row])
+            targets.append(order[_sorted_search(known, kernel.fingerprints(succ))][by_row])
             actions.append(acts[by_row])
     del order, known, fps
     empty = np.empty(0, dtype=dtype)
@@ -116,10 +116,26 @@ def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatch
     return graph
 
 
-def vector_marks(search: Any, holds: Callable[[Any, Any], Any]) -> np.ndarray:
-    """A definition's value on every state of a vector search, in their order."""
-    pred = search.kernel.predicate(SimpleNamespace(holds=holds))
-    return np.concatenate([np.asarray(pred(search.kernel.components(k)), dtype=bool) for k in search.keys])
+def _sorted_search(known: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(known, wanted)``, three times faster on millions of states: sorted
+    queries walk ``known`` in order instead of jumping about it (measured on the main job)."""
+    order = np.argsort(wanted)
+    found = np.empty(len(wanted), dtype=np.int64)
+    found[order] = np.searchsorted(known, wanted[order])
+    return found
+
+
+def vector_marks(search: Any, holds: Callable[[Any, Any], Any], rows: np.ndarray | None = None,
+                 keys: np.ndarray | None = None) -> np.ndarray:
+    """A definition's value on every state of a vector search, in their order; with ``rows``
+    (and ``keys``, every level's keys side by side), on those states only (False elsewhere)."""
+    kernel = search.kernel
+    pred = kernel.predicate(SimpleNamespace(holds=holds))
+    if rows is None:
+        return np.concatenate([np.asarray(pred(kernel.components(k)), dtype=bool) for k in search.keys])
+    out = np.zeros(keys.shape[1], dtype=bool)
+    out[rows] = np.asarray(pred(kernel.components(keys[:, rows])), dtype=bool)
+    return out
 
 
 def scalar_graph(
@@ -233,7 +249,14 @@ def settle_vector(
             return kernel.int_of_key(search.keys[level][:, index - int(starts[level])])
 
         norm = kernel.canonical_of_scalar if search.symmetry else kernel.key_of_scalar
-        return Explored(graph, lambda holds, rows=None: vector_marks(search, holds), unexpanded, search.model,
+        every: list[np.ndarray] = []  # every level's keys side by side, built when some rows are asked for
+
+        def marks(holds, rows=None):
+            if rows is not None and not every:
+                every.append(np.concatenate(search.keys, axis=1))
+            return vector_marks(search, holds, rows, every[0] if every else None)
+
+        return Explored(graph, marks, unexpanded, search.model,
                         stored, norm)
 
     def path_to(index: int) -> Path:

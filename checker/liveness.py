@@ -113,7 +113,8 @@ def _components(sub: StateGraph) -> np.ndarray | None:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    matrix = csr_matrix((np.ones(len(sub.targets), dtype=np.int8), sub.targets, sub.offsets), shape=(sub.n, sub.n))
+    offsets = sub.offsets.astype(sub.targets.dtype)  # one index type: scipy would otherwise convert both
+    matrix = csr_matrix((np.ones(len(sub.targets), dtype=np.int8), sub.targets, offsets), shape=(sub.n, sub.n))
     count, labels = connected_components(matrix, directed=True, connection="strong")
     return None if count == sub.n else labels  # every component one state: no cycle (self-loops are gone)
 
@@ -218,10 +219,15 @@ def edge_roles(explored: Any, weak: bool) -> tuple[np.ndarray, np.ndarray, int]:
     graph, catalogue = explored.graph, explored.model.catalogue
     actions, sources = graph.actions, graph.sources()
     fault = np.array([f.role == FAULT for f in catalogue.family_of], dtype=bool)[actions]
-    for action, condition in fault_conditions(catalogue).items():
-        on = np.flatnonzero(actions == action)
-        if len(on):
-            fault[on] = explored.marks(condition, np.unique(sources[on]))[sources[on]]
+    conditions = fault_conditions(catalogue)
+    conditional = np.zeros(len(catalogue), dtype=bool)
+    conditional[list(conditions)] = True
+    edges = np.flatnonzero(conditional[actions])  # the few edges whose role depends on the state
+    acts, srcs = actions[edges], sources[edges]
+    for action, condition in conditions.items():
+        on = acts == action
+        if on.any():
+            fault[edges[on]] = explored.marks(condition, np.unique(srcs[on]))[srcs[on]]
     if not weak:
         return fault, np.full(len(actions), -1, dtype=np.int16), 0
     return fault, np.array(fair_units(catalogue), dtype=np.int16)[actions], len(catalogue.families)
