@@ -18,6 +18,7 @@ import click
 
 from isrcheck.checker import CheckResult, Observer, Progress
 from isrcheck.files import FileProblem, write_failure
+from isrcheck.properties import BY_NAME, verdict
 
 from .units import whole_number
 
@@ -26,9 +27,10 @@ MAX_WORKERS = 256  # BFS workers and suite jobs: processes or threads, far beyon
 
 
 def exit_code(result: CheckResult) -> int:
+    """1 when a property's verdict is not the one a build wants (``verdict.good``)."""
     if not result.complete:
         return INCOMPLETE
-    return OK if result.all_hold else FAILED
+    return OK if all(verdict.good(BY_NAME.get(p.name, p), p.status) for p in result.properties) else FAILED
 
 
 class UsageFailure(Exception):

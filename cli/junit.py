@@ -18,7 +18,7 @@ from pathlib import Path
 
 from isrcheck import MODEL_VERSION, __version__
 from isrcheck.files import atomic_write
-from isrcheck.properties import verdict
+from isrcheck.properties import BY_NAME, verdict
 
 from . import report
 from .runner import CheckOutcome, config_slug
@@ -125,7 +125,7 @@ def check_model_suite(outcome: CheckOutcome) -> TestSuite:
         if p.status == "unknown":
             cases.append(Case(slug, p.name, r.stats.seconds, ERROR, f"{p.name}: {words}", "incomplete",
                               "\n".join(lines)))
-        elif p.status == "violated":
+        elif not verdict.good(BY_NAME[p.name], p.status):  # violated, or a witness never seen
             if verdict.broken(p, p.status) and p.name in outcome.traces:
                 lines += [line.strip("\n") for line in report.explain_lines(outcome, p.name) if line.strip()]
             cases.append(Case(slug, p.name, r.stats.seconds, FAILURE,

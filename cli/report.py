@@ -11,6 +11,7 @@ from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
 from isrcheck.traces.view_data import lasso_view
 
+from . import plain
 from .kafka_config import in_kafka_words, kafka_values
 from .runner import CheckOutcome
 
@@ -85,9 +86,11 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
                 **({"proof": p.proof} if p.proof else {}),
                 # a lasso: the trace goes on for ever from its last state back to state ``loop``
                 **({"loop": p.path.loop} if p.path is not None and p.path.loop is not None else {}),
+                "says": plain.sentence(outcome, p.name),
             }
             for p in r.properties
         ],
+        "verdict_text": plain.paragraph(outcome) if r.properties else "",
         "bounds": bounds(outcome),
     }
 
@@ -114,6 +117,8 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
     if said == "witnessed":
         return f"witnessed in {p.trace_length} states" + (
             f": example saved to {file}" if file else ": example not saved" if unsaved else "")
+    if said == "never" and verdict.good(BY_NAME[name], p.status):  # a question, answered
+        return f"never happens within bounds: {plain.SENTENCES[name][1]}"
     if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
     return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
@@ -160,6 +165,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
             f"INCOMPLETE ({r.stop_reason}): {s.states:,} states explored, depth {s.depth} fully explored, "
             f"{s.queue:,} still queued; undecided properties are unknown"
         )
+    if r.properties:
+        lines.append(plain.paragraph(outcome))
     return "\n".join(lines)
 
 

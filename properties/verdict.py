@@ -53,8 +53,10 @@ def outcome(prop: Any, status_: str) -> str:
 
 
 def good(prop: Any, status_: str) -> bool:
-    """The verdict a build wants: an ``always`` property holds, a ``sometimes`` one is witnessed."""
-    return outcome(prop, status_) in ("holds", "proved", "witnessed")
+    """The verdict a build wants: an ``always`` property holds, a ``sometimes`` one is
+    witnessed, and a question (``Property.question``) is answered either way."""
+    said = outcome(prop, status_)
+    return said in ("holds", "proved", "witnessed") or (said == "never" and getattr(prop, "question", False))
 
 
 def is_counterexample(expectation: str | None) -> bool:

@@ -1,0 +1,79 @@
+"""The verdict in plain words: a few sentences a Kafka engineer can paste into a review.
+
+Each property has two sentences, what its good answer and its bad answer mean for a
+user ("committed records survive" / "committed records can be lost"); the verdict is
+the configuration in Kafka's words, then one sentence per checked property, a broken
+one with its trace's length and file. A *question* property (``Property.question``:
+``write-after-crash``) has two legitimate answers, and neither is a failure.
+"""
+
+from __future__ import annotations
+
+from isrcheck.properties import BY_NAME, verdict
+
+from .kafka_config import in_kafka_words
+from .runner import CheckOutcome
+
+# property -> (what its good outcome means, what its bad outcome means)
+SENTENCES: dict[str, tuple[str, str]] = {
+    "weak-isr": ("every leader's records below its high watermark are on every member of its own ISR",
+                 "a leader can have a record below its high watermark that a member of its ISR lacks"),
+    "strong-isr": ("records below a leader's high watermark are on every ISR member, so a clean election keeps them",
+                   "a record below a leader's high watermark can be missing from an ISR member the controller may elect"),
+    "leader-in-isr": ("the leader is always in the ISR", "the leader can be outside the ISR"),
+    "log-matching": ("replicas never disagree on a record below both of their high watermarks",
+                     "two replicas can hold different records below their high watermarks"),
+    "committed-survive": ("committed records survive", "committed records can be lost"),
+    "committed-stored": ("every committed record stays on some broker's disk",
+                         "a committed record can be gone from every broker's disk"),
+    "acked-survive": ("acknowledged writes survive", "acknowledged writes can be lost"),
+    "read-within-hwm": ("what a consumer reads never disappears", "a consumer can read a record that later disappears"),
+    # witnesses that the bounds leave room for the story: said only when they do not
+    "record-committed": ("", "no record is ever committed: the bounds are too tight to tell much"),
+    "leader-failover": ("", "no leader takes over with earlier committed records within the bounds"),
+    "consumer-reads": ("", "consumers never read a record within the bounds"),
+    "write-after-crash": ("writes are still acknowledged while a broker is down",
+                          "writes stop being acknowledged while a broker is down"),
+    "can-recover": ("the partition always becomes writable again by itself",
+                    "the partition can stay unwritable until a person steps in"),
+    "rejoins-isr": ("a live replica outside the ISR always rejoins it once faults stop",
+                    "a live replica can stay out of the ISR for ever, with no fault happening"),
+    "hwm-progress": ("with every broker up, the high watermark catches up with the leader's log",
+                     "with every broker up, the high watermark can stop short of the leader's log end"),
+}
+
+
+def sentence(outcome: CheckOutcome, name: str) -> str:
+    """One property's verdict in plain words ('' for a witness of the bounds that is seen)."""
+    p = outcome.result.by_name(name)
+    good, bad = SENTENCES.get(name, (f"{name} holds", f"{name} fails"))
+    said = verdict.outcome(p, p.status)
+    if said == "unknown":
+        return f"whether {good} is not known yet (the search stopped early)"
+    if verdict.good(BY_NAME.get(name, p), p.status) and said != "never":
+        return good
+    file = outcome.trace_files.get(name)
+    where = f" ({p.trace_length} states, trace {file})" if p.trace_length and file else (
+        f" ({p.trace_length} states)" if p.trace_length else "")
+    return bad + where
+
+
+def _faults(config) -> str:
+    crashes = f"up to {config.crashes} broker crash{'es' if config.crashes != 1 else ''}" if config.crashes else "no crash"
+    if config.disk_loss:
+        crashes += f" ({config.disk_loss} losing its disk)"
+    extra = [f"up to {config.power_loss} brokers losing power"] if config.power_loss else []
+    if not config.restarts:
+        extra.append("no broker coming back")
+    return ", ".join([crashes, *extra])
+
+
+def paragraph(outcome: CheckOutcome) -> str:
+    """The whole verdict: the settings in Kafka's words, then a sentence per property."""
+    config = outcome.run.config
+    settings = "the published specification's machine" if config.core else (
+        f"Kafka {config.kafka_version}, {in_kafka_words(config)}, {_faults(config)}")
+    props = outcome.result.properties
+    bad = [p for p in props if not verdict.good(BY_NAME.get(p.name, p), p.status)]  # the findings first
+    said = "; ".join(s for s in (sentence(outcome, p.name) for p in bad + [p for p in props if p not in bad]) if s)
+    return f"In plain words, with {settings}, within the bounds checked: {said or 'nothing goes wrong'}."

@@ -1,0 +1,65 @@
+"""The verdict in plain words (issue 20, item 2), and a question answered "never" (no failure).
+
+Expected from Kafka before running: with min.insync.replicas=3 on rf 3, a broker down
+leaves the ISR below min ISR, so the leader rejects acks=all writes with NotEnoughReplicas:
+write-after-crash never happens, which is the right answer, not a vacuous check; with
+acks=1 an acknowledged write can be lost when its leader fails before the followers fetch.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from isrcheck.cli.plain import SENTENCES
+from isrcheck.properties import NAMES
+
+from .clitools import run_cli, run_json
+
+TINY = ["--max-records", "1", "--max-leader-epoch", "1"]
+
+
+def test_every_property_has_its_two_sentences():
+    assert set(SENTENCES) == set(NAMES)
+    assert all(bad for _, bad in SENTENCES.values())
+
+
+def test_a_question_answered_never_reads_as_the_answer_and_passes(tmp_path):
+    args = ["--rf", "3", "--min-isr", "3", "--property", "write-after-crash", *TINY, "--trace-dir", str(tmp_path)]
+    proc = run_cli("check-model", *args, "--junit", str(tmp_path / "j.xml"))
+    assert proc.returncode == 0, proc.stdout
+    assert "write-after-crash  never happens within bounds: writes stop being acknowledged while a broker is down" \
+        in proc.stdout
+    assert "vacuous" not in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == (
+        "In plain words, with Kafka 3.9, replication.factor=3, min.insync.replicas=3, "
+        "unclean.leader.election.enable=false, flush.messages=unset, acks=all, up to 1 broker crash, "
+        "within the bounds checked: writes stop being acknowledged while a broker is down.")
+    cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
+    assert [c.find("failure") for c in cases] == [None]
+
+
+def test_a_witness_of_the_bounds_never_seen_still_fails(tmp_path):
+    # no crash allowed: the consumer-side witnesses are fine, but write-after-crash needs a crash
+    code, report = run_json("--rf", "2", "--max-records", "1", "--max-leader-epoch", "0", "--property",
+                            "leader-failover", "--trace-dir", str(tmp_path))
+    assert code == 1
+    assert report["properties"][0]["says"] == "no leader takes over with earlier committed records within the bounds"
+
+
+def test_the_findings_come_first_with_their_traces(tmp_path):
+    code, report = run_json("--rf", "2", "--acks", "1", *TINY, "--trace-dir", str(tmp_path))
+    assert code == 1
+    lost = next(p for p in report["properties"] if p["name"] == "acked-survive")
+    assert lost["status"] == "violated"
+    text = report["verdict_text"]
+    assert text.split(": ", 1)[1].startswith(
+        f"acknowledged writes can be lost ({lost['trace_length']} states, trace {lost['trace_file']}); ")
+    assert "committed records survive" in text and "records get committed" not in text
+    assert lost["says"].startswith("acknowledged writes can be lost")
+
+
+def test_an_interrupted_run_says_what_is_not_known(tmp_path):
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "0.5s",
+                   "--property", "committed-survive", "--trace-dir", str(tmp_path))  # 20 s of search
+    assert proc.returncode == 3
+    assert proc.stdout.rstrip().endswith("whether committed records survive is not known yet (the search stopped early).")
