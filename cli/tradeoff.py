@@ -28,7 +28,8 @@ from .suite_run import CheckReport, Judgement
 
 AVAILABILITY = "write-after-crash"
 SECONDS = "seconds"  # the check's search time, the last column
-HEADINGS = {AVAILABILITY: "writes with one broker down", "can-recover": "recovers by itself"}
+HEADINGS = {AVAILABILITY: "writes with one broker down", "can-recover": "recovers by itself",
+            "rejoins-isr": "replicas rejoin the ISR", "hwm-progress": "HWM catches up"}
 LEGEND = (
     "A trace of N states is the initial state and N-1 steps, the shortest the breadth-first search found. "
     "Every verdict holds within the suite's bounds (records, log size, leader epochs, crashes)."
@@ -126,7 +127,8 @@ def _cell(check: SuiteCheck, rep: CheckReport, prop: str, j: Judgement | None) -
         return Cell("no", "bad", None, note)
     if BY_NAME[prop].graph:
         if said == "violated":
-            return Cell(f"no: stuck after {p.trace_length} states", "bad", p.trace_file, note)
+            how = "never gets there: lasso of" if BY_NAME[prop].liveness else "stuck after"
+            return Cell(f"no: {how} {p.trace_length} states", "bad", p.trace_file, note)
         return Cell("yes", "good", None, note)
     if said == "witnessed":
         return Cell(f"witnessed ({p.trace_length} states)", "good", p.trace_file, note)
