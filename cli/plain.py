@@ -49,7 +49,10 @@ def sentence(outcome: CheckOutcome, name: str) -> str:
     good, bad = SENTENCES.get(name, (f"{name} holds", f"{name} fails"))
     said = verdict.outcome(p, p.status)
     if said == "unknown":
-        return f"whether {good} is not known yet (the search stopped early)"
+        depth = outcome.result.stats.depth
+        if verdict.always(p) and depth and not BY_NAME[name].graph:
+            return f"{good} up to depth {depth}; past it, not known yet (the search stopped early)"
+        return f"whether {good or bad.replace('never', 'ever')} is not known yet (the search stopped early)"
     if verdict.good(BY_NAME.get(name, p), p.status) and said != "never":
         return good
     file = outcome.trace_files.get(name)

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from isrcheck import MODEL_VERSION, __version__
 from isrcheck.model.config import FEATURES
 from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
@@ -17,6 +18,9 @@ from .runner import CheckOutcome
 
 
 BOUND_KNOBS = [knob for knob in FEATURES if knob.bound]  # the features that bound a run (crashes...)
+# The JSON report's shape: raised when a key changes meaning or goes; new keys keep it.
+# 2: report_version, isrcheck_version, model_version, verdict_text, each property's says and loop
+REPORT_VERSION = 2
 
 
 def bounds(outcome: CheckOutcome) -> dict[str, Any]:
@@ -59,6 +63,9 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         **{k: v for k, v in outcome.run.engine_args.items() if isinstance(v, (str, int, float, bool, type(None)))},
     )
     return {
+        "report_version": REPORT_VERSION,
+        "isrcheck_version": __version__,
+        "model_version": MODEL_VERSION,
         "config": config,
         "engine": r.engine,
         **({"kernel": r.kernel} if r.kernel else {}),
@@ -121,7 +128,10 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
         return f"never happens within bounds: {plain.SENTENCES[name][1]}"
     if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
-    return "unknown (search incomplete)" + (f": {p.note}" if p.note else "")
+    depth = outcome.result.stats.depth  # every path of this many states was searched
+    seen = "no violation" if verdict.always(p) else "not seen"
+    reach = f"{seen} up to depth {depth}, " if depth and not BY_NAME[name].graph else ""
+    return f"unknown: {reach}search incomplete" + (f" ({p.note})" if p.note else "")
 
 
 def render_text(outcome: CheckOutcome, explain: bool = True) -> str:

@@ -62,4 +62,17 @@ def test_an_interrupted_run_says_what_is_not_known(tmp_path):
     proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "0.5s",
                    "--property", "committed-survive", "--trace-dir", str(tmp_path))  # 20 s of search
     assert proc.returncode == 3
-    assert proc.stdout.rstrip().endswith("whether committed records survive is not known yet (the search stopped early).")
+    depth = int(proc.stdout.split("depth ")[1].split(",")[0])
+    assert f"committed-survive  unknown: no violation up to depth {depth}, search incomplete" in proc.stdout
+    assert proc.stdout.rstrip().endswith(
+        f"committed records survive up to depth {depth}; past it, not known yet (the search stopped early).")
+
+
+def test_the_json_report_says_its_shape_and_who_wrote_it(tmp_path):
+    from isrcheck import MODEL_VERSION, __version__
+    from isrcheck.cli.report import REPORT_VERSION
+
+    _, report = run_json("--rf", "2", *TINY, "--trace-dir", str(tmp_path))
+    assert (report["report_version"], report["isrcheck_version"], report["model_version"]) == (
+        REPORT_VERSION, __version__, MODEL_VERSION)
+    assert list(report)[:3] == ["report_version", "isrcheck_version", "model_version"]
