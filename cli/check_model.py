@@ -280,7 +280,7 @@ def main(**params) -> int:
     if run.engine == "bfs" and run.engine_args["workers"] is None:
         run.engine_args["workers"] = min(available_cores(), MAX_WORKERS)
     try:
-        with CliObserver(params["progress"]) as observer:
+        with CliObserver(params["progress"], report.header(run.config)) as observer:
             outcome = run_check(run, observer)
     except (UnknownProperty, CheckpointError, ConfigError) as e:
         raise UsageFailure(str(e)) from None

@@ -68,13 +68,17 @@ def _one_line(message: str) -> str:
 class CliObserver(Observer):
     """Progress on stderr when it is a terminal; the first Ctrl-C asks for a clean stop."""
 
-    def __init__(self, show_progress: bool | None = None) -> None:
+    def __init__(self, show_progress: bool | None = None, header: list[str] | None = None) -> None:
         super().__init__()
         self.show_progress = sys.stderr.isatty() if show_progress is None else show_progress
         self._previous = None
+        self._header = header or []  # what is checked: said once, before the first progress line
 
     def progress(self, info: Progress) -> None:
         if self.show_progress:
+            for line in self._header:
+                click.echo(line, err=True)
+            self._header = []
             click.echo(f"  ... {info.line()}", err=True)
 
     def __enter__(self) -> "CliObserver":

@@ -134,12 +134,15 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
     return f"unknown: {reach}search incomplete" + (f" ({p.note})" if p.note else "")
 
 
+def header(config) -> list[str]:
+    """What is checked: the configuration in the model's words, then in Kafka's."""
+    return [f"isrcheck: {config.summary()}", *([] if config.core else [f"kafka: {in_kafka_words(config)}"])]
+
+
 def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     r = outcome.result
     s = r.stats
-    lines = [f"isrcheck: {outcome.run.config.summary()}"]
-    if not outcome.run.config.core:
-        lines.append(f"kafka: {in_kafka_words(outcome.run.config)}")
+    lines = header(outcome.run.config)
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
     if r.workers > 1:
         kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"

@@ -76,3 +76,12 @@ def test_the_json_report_says_its_shape_and_who_wrote_it(tmp_path):
     assert (report["report_version"], report["isrcheck_version"], report["model_version"]) == (
         REPORT_VERSION, __version__, MODEL_VERSION)
     assert list(report)[:3] == ["report_version", "isrcheck_version", "model_version"]
+
+
+def test_with_progress_the_configuration_comes_first(tmp_path):
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "1s",
+                   "--progress", "--trace-dir", str(tmp_path))  # the scalar kernel reports each level
+    first = proc.stderr.splitlines()[:3]
+    assert first[2].startswith("  ... 1 distinct states")
+    assert first[0].startswith("isrcheck: protocol kip-320, rf 3, Kafka 3.9") and first[1].startswith("kafka: ")
+    assert proc.stdout.splitlines()[0] == first[0]  # and the report says it again, for the record
