@@ -167,3 +167,12 @@ def kafka_values(config: Any) -> dict[str, str]:
 
 def in_kafka_words(config: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in kafka_values(config).items())
+
+
+def read_one(key: str, value: Any, where: str) -> tuple[str, Any] | None:
+    """One Kafka key and value as a suite writes them (TOML: a number, a switch, a string):
+    (the ModelConfig field, its value), or None for a key the model leaves aside."""
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    settings = KafkaSettings()
+    settings.add(key, text, where)
+    return next(iter(settings.values.items()), None)

@@ -34,6 +34,7 @@ from typing import Any
 
 import click
 
+from isrcheck.cli import kafka_config
 from isrcheck.cli.common import UsageFailure
 from isrcheck.cli.runner import CheckRun, config_slug
 from isrcheck.files import MAX_DEPTH, FileProblem, read_bounded
@@ -42,7 +43,7 @@ from isrcheck.properties import BY_NAME, NAMES, UnknownProperty, select
 from .tomllines import TomlProblem, key_lines, line_of, parse_toml
 
 SUITE_KEYS = ("name", "description", "defaults", "check")
-CHECK_KEYS = ("name", "description", "properties", "expect", "when")
+CHECK_KEYS = ("name", "description", "properties", "expect", "when", "kafka")
 # check-model options that belong to the check-suite command line, not to one check
 COMMAND_LINE_ONLY = {
     "trace-dir": "use check-suite --trace-dir",
@@ -54,8 +55,8 @@ COMMAND_LINE_ONLY = {
     "resume": "checkpoints are for one long check-model run",
     "view": "use view-trace FILE on the saved traces",
     "graph": "the state graph is written by check-model --graph, for one configuration",
-    "config": "a suite names the options themselves (min-isr, acks, unclean-election, ...)",
-    "topic-config": "a suite names the options themselves (min-isr, acks, unclean-election, ...)",
+    "config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
+    "topic-config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
     "version": "check-suite --version says the version",
 }
 ALWAYS_WORDS = "holds, violated, violated-within N"
@@ -202,29 +203,53 @@ class _Loader:
                                                 f"names are one line of visible text")
         return value
 
+    def entries(self, table: dict, where: tuple) -> list[tuple[str, Any, tuple]]:
+        """(raw key, value, where) of a table's options, a ``kafka`` table's Kafka keys read
+        as the options they set (``kafka.min.insync.replicas`` names ``min-isr``)."""
+        out = []
+        for raw, value in table.items():
+            if raw != "kafka":
+                out.append((raw, value, where + (raw,)))
+                continue
+            if not isinstance(value, dict):
+                raise self.error(where + (raw,), 'kafka must be a table: kafka = { "min.insync.replicas" = 2 }')
+            for key, given in value.items():
+                at = where + (raw, key)
+                try:
+                    read = [kafka_config.read_one(key, v, "kafka") for v in (given if isinstance(given, list) else [given])]
+                except UsageFailure as e:
+                    raise self.error(at, str(e)) from None
+                if read[0] is not None:  # a key the model leaves aside is left out
+                    option = next(k for k, o in self.options.items() if o.name == read[0][0])
+                    values = [v for _, v in read]
+                    out.append((option, values if isinstance(given, list) else values[0], at))
+        return out
+
     def defaults(self, table: dict) -> tuple[dict[str, Any], Any]:
         values: dict[str, Any] = {}
-        for raw, value in table.items():
+        for raw, value, at in self.entries(table, ("defaults",)):
             if raw == "properties":
                 continue
-            key = self.option_key(raw, ("defaults",), "[defaults]", ("properties",), values)
+            key = self.option_key(raw, at, "[defaults]", ("properties", "kafka"), values)
             if isinstance(value, list):
-                raise self.error(("defaults", raw), f"defaults take one value each, not a list: "
-                                                    f"put the matrix {raw} = [...] in a [[check]]")
-            values[key] = self.convert(key, value, ("defaults", raw))
+                raise self.error(at, f"defaults take one value each, not a list: "
+                                     f"put the matrix {raw} = [...] in a [[check]]")
+            values[key] = self.convert(key, value, at)
         return values, table.get("properties")
 
-    def option_key(self, raw: str, where: tuple, place: str, extra: tuple, seen: dict) -> str:
-        """The suite key for ``raw`` (underscores read as dashes), or an error listing what is allowed."""
+    def option_key(self, raw: str, at: tuple, place: str, extra: tuple, seen: dict) -> str:
+        """The suite key for ``raw`` (underscores read as dashes), or an error listing what is
+        allowed, at ``at`` (the key's place in the file)."""
         key = raw.replace("_", "-")
         if key in COMMAND_LINE_ONLY:
-            raise self.error(where + (raw,), f"{raw} is not set per check: {COMMAND_LINE_ONLY[key]}")
+            raise self.error(at, f"{raw} is not set per check: {COMMAND_LINE_ONLY[key]}")
         if key not in self.options:
             allowed = list(extra) + list(self.options)
-            raise self.error(where + (raw,), f"unknown key {raw!r} in {place}{_suggest(key, allowed)}; "
-                                             f"allowed: {', '.join(allowed)}")
+            raise self.error(at, f"unknown key {raw!r} in {place}{_suggest(key, allowed)}; "
+                                 f"allowed: {', '.join(allowed)}")
         if key in seen:
-            raise self.error(where + (raw,), f"{key} is given twice in {place} (as {key} and {key.replace('-', '_')})")
+            raise self.error(at, f"{key} is given twice in {place}: as {key}, as {key.replace('-', '_')} "
+                                 f"or by its Kafka key in kafka = {{...}}")
         return key
 
     def convert(self, key: str, value: Any, where: tuple) -> Any:
@@ -261,20 +286,20 @@ class _Loader:
         axes: dict[str, list[Any]] = {}
         raw_of: dict[str, str] = {}
         place = f"check {table['name']!r}" if isinstance(table.get("name"), str) else f"[[check]] number {i + 1}"
-        for raw, value in table.items():
+        for raw, value, at in self.entries(table, where):
             if raw in CHECK_KEYS:
                 continue
-            key = self.option_key(raw, where, place, CHECK_KEYS, raw_of)
+            key = self.option_key(raw, at, place, CHECK_KEYS, raw_of)
             raw_of[key] = raw
             if isinstance(value, list):
                 if not value:
-                    raise self.error(where + (raw,), f"{raw} = []: a matrix list needs at least one value")
-                converted = [self.convert(key, v, where + (raw,)) for v in value]
+                    raise self.error(at, f"{raw} = []: a matrix list needs at least one value")
+                converted = [self.convert(key, v, at) for v in value]
                 if len(set(map(repr, converted))) != len(converted):
-                    raise self.error(where + (raw,), f"{raw} lists a value twice")
+                    raise self.error(at, f"{raw} lists a value twice")
                 axes[key] = converted
             else:
-                scalars[key] = self.convert(key, value, where + (raw,))
+                scalars[key] = self.convert(key, value, at)
         name = self.name(table, where, default="")
         description = self.text(table, "description", where, default="")
         expect = self.expect_table(table.get("expect", {}), where + ("expect",))
@@ -348,7 +373,7 @@ class _Loader:
             for raw, value in block.items():
                 if raw == "expect":
                     continue
-                key = self.option_key(raw, at, f"[[check.when]] of {place}", ("expect",), conditions)
+                key = self.option_key(raw, at + (raw,), f"[[check.when]] of {place}", ("expect",), conditions)
                 values = value if isinstance(value, list) else [value]
                 conditions[key] = {self.convert(key, v, at + (raw,)) for v in values}
             if not conditions:

@@ -137,3 +137,21 @@ def test_spark_checks_run_one_at_a_time_in_this_process_after_the_others(tmp_pat
     assert [f[0] for f in finished[2:]] == ["on spark", "on spark too"]
     assert sorted(f[0] for f in finished[:2]) == ["bfs one", "bfs two"]
     assert all(f[1] and f[2] for f in finished[:2]), "the BFS checks ran for real in worker processes"
+
+
+KAFKA_KEYS = '''\
+    [defaults]
+    kafka = { "replication.factor" = 2, acks = "-1", "retention.ms" = 604800000 }
+    max-records = 1
+    [[check]]
+    name = "unclean"
+    kafka = { "min.insync.replicas" = [1, 2], "unclean.leader.election.enable" = true }
+    expect = { committed-survive = "holds" }
+    '''
+
+
+def test_a_suite_takes_kafka_keys_as_the_options_they_set(tmp_path):
+    suite = load(tmp_path, KAFKA_KEYS)
+    configs = [c.run.config for c in suite.checks]
+    assert [(c.rf, c.acks, c.min_isr, c.unclean_election) for c in configs] == [(2, "all", 1, True), (2, "all", 2, True)]
+    assert [c.name for c in suite.checks] == ["unclean [min-isr=1]", "unclean [min-isr=2]"]  # a Kafka list is a matrix

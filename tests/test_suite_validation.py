@@ -16,9 +16,9 @@ CASES = [
     ("invalid TOML", 'name = "x"\n[[check]]\nrf = = 2\n', 3, ["invalid TOML"]),
     ("unknown top-level key", 'nmae = "x"\n' + GOOD_CHECK, 1, ["unknown key 'nmae'", "did you mean 'name'", "allowed: name"]),
     ("misspelt option in a check", '[[check]]\nrf = 2\nmin-is = 1\nexpect = { weak-isr = "holds" }\n', 3,
-     ["unknown key 'min-is'", "did you mean 'min-isr'", "allowed: name, description, properties, expect, when, rf"]),
+     ["unknown key 'min-is'", "did you mean 'min-isr'", "allowed: name, description, properties, expect, when, kafka, rf"]),
     ("unknown key in defaults", "[defaults]\nreplication = 3\n" + GOOD_CHECK, 2,
-     ["unknown key 'replication' in [defaults]", "allowed: properties, rf"]),
+     ["unknown key 'replication' in [defaults]", "allowed: properties, kafka, rf"]),
     ("misspelt property in expect", '[[check]]\nrf = 2\nexpect = { acked-survie = "holds" }\n', 3,
      ["unknown property 'acked-survie'", "did you mean 'acked-survive'", "known: weak-isr"]),
     ("misspelt property in properties", '[[check]]\nrf = 2\nproperties = ["weak-isr", "strong_isr"]\n', 3,
@@ -78,6 +78,15 @@ CASES = [
     ("a list in the defaults", '[defaults]\nrf = [2, 3]\n' + GOOD_CHECK, 2, ["defaults take one value each"]),
     ("an option given twice", '[[check]]\nmin-isr = 1\nmin_isr = 2\nexpect = { weak-isr = "holds" }\n', 3,
      ["min-isr is given twice"]),
+    ("an option and its Kafka key", '[[check]]\nmin-isr = 1\nkafka = { "min.insync.replicas" = 2 }\n'
+                                    'expect = { weak-isr = "holds" }\n', 3, ["min-isr is given twice", "Kafka key"]),
+    ("a misspelt Kafka key", '[[check]]\nkafka = { "min.insync.replica" = 2 }\nexpect = { weak-isr = "holds" }\n', 2,
+     ["min.insync.replica is not a Kafka topic or producer key; did you mean min.insync.replicas?"]),
+    ("a bad Kafka value", '[[check]]\nkafka = { acks = "some" }\nexpect = { weak-isr = "holds" }\n', 2, ["acks=some"]),
+    ("a Kafka table that is no table", '[[check]]\nkafka = "acks=1"\nexpect = { weak-isr = "holds" }\n', 2,
+     ["kafka must be a table"]),
+    ("--config in a check", '[[check]]\nconfig = "acks=1"\nexpect = { weak-isr = "holds" }\n', 2,
+     ["config is not set per check: Kafka's keys go in a table: kafka = {"]),
 ]
 
 
