@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from isrcheck import __version__
-from isrcheck.files import atomic_write
+from isrcheck.files import FileProblem, atomic_write
 from isrcheck.model.config import FEATURES, Knob
 from isrcheck.properties import BY_NAME, NAMES, verdict
 
@@ -173,9 +173,11 @@ p.small { color: #57606a; font-size: .9em; max-width: 60em; }
 """
 
 
-def html_page(table: Table, out: Path) -> str:
-    """A self-contained HTML page; trace links are relative to where the page is written."""
+def html_page(table: Table, out: Path, views: dict[str, str] | None = None) -> str:
+    """A self-contained HTML page; trace links are relative to where the page is written,
+    to each trace's HTML view where ``views`` has one (trace file -> view file)."""
     esc = html.escape
+    views = views or {}
     n_dur = sum(1 for c in table.columns[table.n_config:] if c in NAMES and _durability(c))
     n_av = len(table.columns) - table.n_config - n_dur - 1  # the last column is the seconds
     head = [f'<th class="group" colspan="{table.n_config}">configuration</th>']
@@ -190,7 +192,8 @@ def html_page(table: Table, out: Path) -> str:
         for cell in row:
             text = esc(cell.text)
             if cell.link:
-                href = os.path.relpath(Path(cell.link).resolve(), Path(out).resolve().parent)
+                target = views.get(cell.link, cell.link)
+                href = os.path.relpath(Path(target).resolve(), Path(out).resolve().parent)
                 text = f'<a href="{esc(href)}">{text}</a>'
             note = f'<span class="note">{esc(cell.note)}</span>' if cell.note else ""
             tds.append(f'<td class="{cell.kind}">{text}{note}</td>')
@@ -210,5 +213,23 @@ def html_page(table: Table, out: Path) -> str:
 
 
 def write_html(table: Table, out: Path) -> Path:
-    """Write the page atomically (files.atomic_write): OSError or FileProblem propagates."""
-    return atomic_write(out, html_page(table, out))
+    """Write the page atomically (files.atomic_write), each linked trace's HTML view beside
+    its trace first: OSError or FileProblem propagates."""
+    views = {cell.link: trace_view(cell.link) for row in table.rows for cell in row if cell.link}
+    return atomic_write(out, html_page(table, out, views))
+
+
+def trace_view(trace_file: str) -> str:
+    """The trace's HTML view (what view-trace --html writes), beside it as NAME.html; the
+    trace file itself where it cannot be read back or the view cannot be written."""
+    from isrcheck.traces.trace import TraceError
+    from isrcheck.traces.view_data import build_view, load_checked
+    from isrcheck.traces.view_html import write_html as write_view
+
+    path = Path(trace_file)
+    target = path.with_name(path.name.removesuffix(".itf.json").removesuffix(".json") + ".html")
+    try:
+        write_view(build_view(load_checked(path)), target)
+    except (TraceError, OSError, FileProblem):
+        return trace_file
+    return str(target)

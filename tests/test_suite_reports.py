@@ -77,6 +77,12 @@ def test_the_html_report_is_self_contained_and_links_each_trace(tmp_path):
     assert page.count("<tr>") == 2 + 4  # two header rows, four configurations
     links = re.findall(r'href="([^"]+)"', page)
     assert links and all((out.parent / html.unescape(link)).is_file() for link in links)
+    # each link opens the trace's HTML view, written beside its ITF file
+    assert all(link.endswith(".html") for link in links)
+    for link in links:
+        view = (out.parent / html.unescape(link)).read_text()
+        assert view.startswith("<!DOCTYPE html>") and "isrcheck trace: " in view
+        assert Path(str(out.parent / html.unescape(link)).removesuffix(".html") + ".itf.json").is_file()
     assert "expected violated" in page  # the unmet cells say what was expected
 
 
