@@ -280,10 +280,8 @@ def settle_scalar(
         ends = st.level_ends if st.level_ends and st.level_ends[-1] == len(st.states) else [*st.level_ends, len(st.states)]
         graph.level_starts = np.array([0, *ends], dtype=np.int64)
         graph.action_names = [str(a) for a in model.catalogue]
-        compiled = {p.holds: p.compile(model) for p in graph_props}  # a hand-written target where there is one
-
         def marks(holds, rows=None):
-            return scalar_marks(st.states, compiled.get(holds) or per_state(model, holds), rows)
+            return scalar_marks(st.states, per_state(model, holds), rows)
 
         return Explored(graph, marks, unexpanded, model, st.states.__getitem__, search.canonical or (lambda s: s))
 

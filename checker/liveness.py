@@ -75,7 +75,8 @@ def decide(graph: StateGraph, trigger: np.ndarray, goal: np.ndarray, fault: np.n
     inside = np.flatnonzero(moves & ~fault & ~goal[sources] & ~goal[targets])  # the goal-free, fault-free graph
     sub = StateGraph.from_sorted(n, sources[inside], targets[inside], inside)
     ends = ~goal & quiet
-    bad_cycle, limited_cycle = _fair_cycles(sub, unit, enabled, limited)
+    labels = _components(sub)
+    bad_cycle, limited_cycle = _fair_cycles(sub, labels, unit, enabled, limited)
     bad = (ends & ~limited) | bad_cycle
     dist = sub.distances(bad)
     open_trigger = trigger & ~goal
@@ -89,7 +90,7 @@ def decide(graph: StateGraph, trigger: np.ndarray, goal: np.ndarray, fault: np.n
         start = int(shallow[np.argmin(dist[shallow])])
         stem = _descend(sub, dist, start)
         end = int(graph.targets[stem[-1]]) if stem else start
-        loop = [] if ends[end] and not limited[end] else _fair_loop(graph, sub, unit, enabled, end)
+        loop = [] if ends[end] and not limited[end] else _fair_loop(graph, sub, labels, unit, enabled, end)
         lasso = Lasso(start, stem, loop)
     return LeadsTo(lasso, int(violating.sum()), int(held_back.sum()))
 
@@ -119,11 +120,11 @@ def _components(sub: StateGraph) -> np.ndarray | None:
     return None if count == sub.n else labels  # every component one state: no cycle (self-loops are gone)
 
 
-def _fair_cycles(sub: StateGraph, unit: np.ndarray, enabled: np.ndarray,
+def _fair_cycles(sub: StateGraph, labels: np.ndarray | None, unit: np.ndarray, enabled: np.ndarray,
                  limited: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """States in a fair SCC of ``sub``: (none of the SCC limited, some of it limited)."""
+    """States in a fair SCC of ``sub`` (``labels``: its components): (none of the SCC
+    limited, some of it limited)."""
     none = np.zeros(sub.n, dtype=bool)
-    labels = _components(sub)
     if labels is None:
         return none, none
     k = int(labels.max()) + 1
@@ -140,27 +141,27 @@ def _fair_cycles(sub: StateGraph, unit: np.ndarray, enabled: np.ndarray,
     return (fair & ~touched)[labels], (fair & touched)[labels]
 
 
-def _fair_loop(graph: StateGraph, sub: StateGraph, unit: np.ndarray, enabled: np.ndarray, start: int) -> list[int]:
+def _fair_loop(graph: StateGraph, sub: StateGraph, labels: np.ndarray, unit: np.ndarray, enabled: np.ndarray,
+               start: int) -> list[int]:
     """Edge ids of a cycle from ``start`` through its fair SCC that meets every fairness
     demand: for each system family, a state where it is disabled or one of its edges."""
     import networkx as nx
 
-    labels = _components(sub)
     members = np.flatnonzero(labels == labels[start])
+    inner = [(s, t, edge) for s in members.tolist()
+             for t, edge in zip(sub.targets[sub.offsets[s]:sub.offsets[s + 1]].tolist(),
+                                sub.actions[sub.offsets[s]:sub.offsets[s + 1]].tolist())
+             if labels[t] == labels[start]]
     g = nx.DiGraph()
-    for s in members.tolist():
-        lo, hi = sub.offsets[s], sub.offsets[s + 1]
-        for t, edge in zip(sub.targets[lo:hi].tolist(), sub.actions[lo:hi].tolist()):
-            if labels[t] == labels[start] and not g.has_edge(s, t):
-                g.add_edge(s, t, edge=edge)
+    g.add_edges_from((s, t, {"edge": edge}) for s, t, edge in reversed(inner))  # the first of parallel edges
     stops: list[tuple[int, int | None]] = []  # (state to reach, edge to take there or None)
     for u in range(enabled.shape[0]):
         off = members[~enabled[u, members]]
         if len(off):
             stops.append((int(off[0]), None))
             continue
-        edge = next(d["edge"] for _, _, d in g.edges(data=True) if unit[d["edge"]] == u)
-        stops.append((_source(graph, edge), edge))
+        s, _, edge = next(e for e in inner if unit[e[2]] == u)  # enabled throughout a fair SCC: taken in it
+        stops.append((s, edge))
     loop: list[int] = []
     here = start
     for state, edge in stops + [(start, None)]:
@@ -175,10 +176,6 @@ def _fair_loop(graph: StateGraph, sub: StateGraph, unit: np.ndarray, enabled: np
         loop = [g.edges[start, succ]["edge"]] + [g.edges[a, b]["edge"] for a, b in
                                                  nx.utils.pairwise(nx.shortest_path(g, succ, start))]
     return loop
-
-
-def _source(graph: StateGraph, edge: int) -> int:
-    return int(np.searchsorted(graph.offsets, edge, side="right") - 1)
 
 
 def lasso_path(head: Any, model: Any, graph: StateGraph, lasso: Lasso, stored: Callable[[int], int],

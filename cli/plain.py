@@ -49,16 +49,22 @@ def sentence(outcome: CheckOutcome, name: str) -> str:
     good, bad = SENTENCES.get(name, (f"{name} holds", f"{name} fails"))
     said = verdict.outcome(p, p.status)
     if said == "unknown":
-        depth = outcome.result.stats.depth
-        if verdict.always(p) and depth and not BY_NAME[name].graph:
+        depth = searched_depth(outcome, name)
+        if verdict.always(p) and depth:
             return f"{good} up to depth {depth}; past it, not known yet (the search stopped early)"
-        return f"whether {good or bad.replace('never', 'ever')} is not known yet (the search stopped early)"
+        return f"whether {good or name + ' happens'} is not known yet (the search stopped early)"
     if verdict.good(BY_NAME.get(name, p), p.status) and said != "never":
         return good
     file = outcome.trace_files.get(name)
     where = f" ({p.trace_length} states, trace {file})" if p.trace_length and file else (
         f" ({p.trace_length} states)" if p.trace_length else "")
     return bad + where
+
+
+def searched_depth(outcome: CheckOutcome, name: str) -> int:
+    """How deep an undecided state property is known not to be decided (every path of that
+    many states was searched); 0 for a graph property, which needs the whole graph."""
+    return 0 if BY_NAME[name].graph else outcome.result.stats.depth
 
 
 def _faults(config) -> str:

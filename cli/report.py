@@ -128,9 +128,9 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
         return f"never happens within bounds: {plain.SENTENCES[name][1]}"
     if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
-    depth = outcome.result.stats.depth  # every path of this many states was searched
+    depth = plain.searched_depth(outcome, name)
     seen = "no violation" if verdict.always(p) else "not seen"
-    reach = f"{seen} up to depth {depth}, " if depth and not BY_NAME[name].graph else ""
+    reach = f"{seen} up to depth {depth}, " if depth else ""
     return f"unknown: {reach}search incomplete" + (f" ({p.note})" if p.note else "")
 
 

@@ -287,8 +287,9 @@ PROPERTIES: tuple[Property, ...] = (
 
 BY_NAME = {p.name: p for p in PROPERTIES}
 
-# hand-written per-state forms of the definitions that are no property's own ``holds``:
-# what the scalar kernel evaluates on every state for the graph properties (compiled.py)
+# hand-written per-state forms of the definitions that are no property's own ``holds`` (those
+# are ``Property.fast``): what the scalar kernel evaluates on every state for the graph
+# properties (compiled.py)
 FAST_DEFINITIONS: dict[Callable[[Any, Any], Any], Callable[[ReplicationModel], Predicate]] = {
     _live_outside_isr: compiled.live_outside_isr_compiled,
     _live_in_isr: compiled.live_in_isr_compiled,
@@ -298,9 +299,13 @@ FAST_DEFINITIONS: dict[Callable[[Any, Any], Any], Callable[[ReplicationModel], P
 }
 
 
+_FAST_FORMS = {**{p.holds: p.fast for p in PROPERTIES if p.fast is not None}, **FAST_DEFINITIONS}
+
+
 def per_state(model: Any, definition: Callable[[Any, Any], Any]) -> Predicate:
-    """A definition as a predicate over packed states: its hand-written form where there is one."""
-    fast = FAST_DEFINITIONS.get(definition)
+    """A definition (a property's ``holds``, trigger or bound) as a predicate over packed
+    states: its hand-written form where there is one."""
+    fast = _FAST_FORMS.get(definition)
     if fast is not None and isinstance(model, ReplicationModel):
         return fast(model)
     return state_predicate(model.layout, definition)

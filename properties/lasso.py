@@ -10,23 +10,22 @@ the bounds may have held back.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from isrcheck.model.actions import FAULT, SYSTEM
 from isrcheck.model.ops_int import state_predicate
 from isrcheck.model.roles import step_role
 
 
-def problem(model: Any, prop: Any, states: Sequence[int], actions: Sequence[int], loop: int | None,
-            loop_action: int | None) -> str:
+def problem(model: Any, prop: Any, states: Sequence[int], actions: Sequence[int], loop_action: int | None,
+            loop: int | None) -> str:
     """'' when the lasso violates ``prop``; else, in one line, why it does not."""
     if loop is None:
         return f"{prop.name} is a liveness property: its counterexample must be a lasso, and this trace has no loop"
-    first = trigger_index(model, prop, states, actions, loop, loop_action)
-    if first is None:
+    role = step_role(model)
+    if trigger_index(model, prop, states, actions, loop_action, loop, role) is None:
         return (f"no state of the trace triggers {prop.name} with its goal never following and no fault after it "
                 "(the property assumes none happens any more)")
-    role = step_role(model)
     if prop.beyond is not None:
         beyond = state_predicate(model.layout, prop.beyond)
         if any(beyond(states[i]) for i in range(loop, len(states))):
@@ -36,11 +35,13 @@ def problem(model: Any, prop: Any, states: Sequence[int], actions: Sequence[int]
     return _unfair(model, role, states, actions, loop, loop_action)
 
 
-def trigger_index(model: Any, prop: Any, states: Sequence[int], actions: Sequence[int], loop: int,
-                  loop_action: int | None) -> int | None:
+def trigger_index(model: Any, prop: Any, states: Sequence[int], actions: Sequence[int], loop_action: int | None,
+                  loop: int, role: Callable[[int, int], str] | None = None) -> int | None:
     """The first state, at or before the loop's start, where the trigger holds and after which
-    the goal never holds and no step is a fault (None: there is none)."""
-    goal, trigger, role = prop.derived(model), state_predicate(model.layout, prop.trigger), step_role(model)
+    the goal never holds and no step is a fault (None: there is none); ``role``: the
+    model's ``roles.step_role``, where the caller has it."""
+    goal, trigger = prop.derived(model), state_predicate(model.layout, prop.trigger)
+    role = role or step_role(model)
     if loop_action is not None and role(loop_action, states[-1]) == FAULT:
         return None
     after = len(states)  # states[after:] never reach the goal, and no step between them is a fault

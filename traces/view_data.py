@@ -93,13 +93,18 @@ def _check_stuck(shown: Trace, packed: list[int], prop: Any, model: ReplicationM
 
 def _check_lasso(shown: Trace, packed: list[int], prop: Any, model: ReplicationModel) -> Trace:
     """A liveness property's trace is a lasso that violates it (``properties/lasso.py``)."""
-    catalogue = model.catalogue
-    actions = [catalogue.lookup(s.action.name, s.action.args) for s in shown.steps[1:]]
-    closing = None if shown.loop_action is None else catalogue.lookup(shown.loop_action.name, shown.loop_action.args)
-    why = lasso.problem(model, prop, packed, actions, shown.loop, closing)
+    why = lasso.problem(model, prop, packed, *_action_indices(model, shown), shown.loop)
     if why:
         raise TraceError(f"the trace does not violate {prop.name}: {why}")
     return replace(shown, expectation=prop.expectation, doc=prop.doc)
+
+
+def _action_indices(model: ReplicationModel, trace: Trace) -> tuple[list[int], int | None]:
+    """A replayed trace's steps as action indices, and its loop's closing step (or None)."""
+    index = model.catalogue.lookup
+    closing = trace.loop_action
+    return ([index(s.action.name, s.action.args) for s in trace.steps[1:]],
+            None if closing is None else index(closing.name, closing.args))
 
 
 def first_difference(want: Any, got: Any, path: tuple[str | int, ...] = ()) -> str:
@@ -254,9 +259,8 @@ def lasso_view(trace: Trace) -> LassoView | None:
         return None
     model = ReplicationModel(trace.config)
     packed = [model.encode(s.state) for s in trace.steps]
-    actions = [model.catalogue.lookup(s.action.name, s.action.args) for s in trace.steps[1:]]
-    closing = None if trace.loop_action is None else model.catalogue.lookup(trace.loop_action.name, trace.loop_action.args)
-    trigger = lasso.trigger_index(model, BY_NAME[trace.property_name], packed, actions, trace.loop, closing)
+    trigger = lasso.trigger_index(model, BY_NAME[trace.property_name], packed, *_action_indices(model, trace),
+                                  trace.loop)
     words = ""
     if trace.loop_action is not None:
         words = describe_step(trace.steps[-1].state, trace.loop_action, trace.steps[trace.loop].state)

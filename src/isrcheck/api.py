@@ -21,7 +21,7 @@ from isrcheck.traces import Trace
 
 from isrcheck.cli import plain
 from isrcheck.cli.common import UsageFailure
-from isrcheck.cli.kafka_config import KafkaSettings
+from isrcheck.cli import kafka_config
 from isrcheck.cli.runner import CheckOutcome, CheckRun, run_check
 
 SETTINGS = {f.name for f in fields(ModelConfig)}
@@ -76,11 +76,8 @@ def check(*, properties: tuple[str, ...] | list[str] = (), engine: str = "bfs", 
     if unknown:
         raise ValueError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(SETTINGS))}")
     try:
-        if kafka:
-            given = KafkaSettings()
-            for key, value in kafka.items():
-                given.add(str(key), str(value).lower() if isinstance(value, bool) else str(value), "kafka")
-            settings = {**given.values, **settings}
+        read = (kafka_config.read_one(str(key), value, "kafka") for key, value in (kafka or {}).items())
+        settings = {**dict(r for r in read if r is not None), **settings}  # as a suite's kafka table
         config = ModelConfig(**settings).validate().require_bounded()
         options = CheckOptions(symmetry=symmetry, explore_all=explore_all, time_limit=time_limit)
         run = CheckRun(config, engine, tuple(properties), options, Path(trace_dir) if trace_dir else None)
