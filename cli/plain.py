@@ -67,7 +67,8 @@ def searched_depth(outcome: CheckOutcome, name: str) -> int:
     return 0 if BY_NAME[name].graph else outcome.result.stats.depth
 
 
-def _faults(config) -> str:
+def faults(config) -> str:
+    """The faults a run may suffer, in words ("up to 1 broker crash, no broker coming back")."""
     crashes = f"up to {config.crashes} broker crash{'es' if config.crashes != 1 else ''}" if config.crashes else "no crash"
     if config.disk_loss:
         crashes += f" ({config.disk_loss} losing its disk)"
@@ -81,7 +82,7 @@ def paragraph(outcome: CheckOutcome) -> str:
     """The whole verdict: the settings in Kafka's words, then a sentence per property."""
     config = outcome.run.config
     settings = "the published specification's machine" if config.core else (
-        f"Kafka {config.kafka_version}, {in_kafka_words(config)}, {_faults(config)}")
+        f"Kafka {config.kafka_version}, {in_kafka_words(config)}, {faults(config)}")
     props = outcome.result.properties
     bad = [p for p in props if not verdict.good(BY_NAME.get(p.name, p), p.status)]  # the findings first
     said = "; ".join(s for s in (sentence(outcome, p.name) for p in bad + [p for p in props if p not in bad]) if s)

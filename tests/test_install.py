@@ -35,7 +35,14 @@ def test_the_spark_engine_without_pyspark_is_one_line_naming_the_extra(monkeypat
     ]
 
 
-@pytest.mark.parametrize("command", ["check-model", "view-trace", "check-suite"])
+COMMANDS = sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
+
+
+def test_the_four_commands_are_installed():
+    assert COMMANDS == ["advise-config", "check-model", "check-suite", "view-trace"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_says_its_version(command):
     proc = run_cli(command, "--version")
     assert proc.returncode == 0 and proc.stdout == f"{command} (isrcheck) {__version__}\n"

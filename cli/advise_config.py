@@ -1,0 +1,166 @@
+"""advise-config: which settings keep the guarantees a user wants, given the faults to survive.
+
+It sweeps the settings that trade durability for availability (acks, min.insync.replicas,
+unclean leader election, flush.messages when power can fail, replication.factor within a
+range), checks every combination with the suite runner (in parallel), and prints each
+guarantee's frontier (``frontier.py``): the cheapest settings that keep it, and the
+verdict, with its trace, that rules out each one a step cheaper. Exit codes: 0 some
+setting keeps every guarantee asked for; 1 none does; 2 usage; 3 interrupted or a check
+that did not finish (the frontier may move).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from isrcheck import __version__
+from isrcheck.checker import CheckOptions
+from isrcheck.files import FileProblem, check_output_dir
+from isrcheck.model import ConfigError, ModelConfig
+from isrcheck.model import releases
+from isrcheck.model.config import ACKS
+from isrcheck.properties import BY_NAME
+
+from . import frontier as fr
+from .advise_report import BY_KEY, GUARANTEES, NOT_MODELLED, Advice, Guarantee, header, json_advice, short, text_advice
+from .check_model import _duration
+from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
+from .common import available_cores
+from .runner import CheckRun
+from .suite import SuiteCheck
+from .suite_run import CheckReport, SuiteRunner, trace_folders
+
+
+
+
+def _rf_range(ctx, param, value: str) -> tuple[int, ...]:  # noqa: ARG001
+    """``3`` or ``3..5``: the replication factors to sweep."""
+    low, sep, high = value.partition("..")
+    try:
+        lo, hi = int(low), int(high) if sep else int(low)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not N or N..M, as in 3 or 3..4") from None
+    if not 1 <= lo <= hi <= 5 or not (low.strip().isdigit() and (not sep or high.strip().isdigit())):
+        raise click.BadParameter(f"{value!r}: replication factors 1 to 5, the lower first (as in 3..4)")
+    return tuple(range(lo, hi + 1))
+
+
+def axes(rfs: tuple[int, ...], power_loss: int) -> tuple[fr.Axis, ...]:
+    """The settings swept, each cheapest first; flush.messages only matters when power can fail."""
+    return (
+        fr.Axis("rf", "replication.factor", rfs, tag=lambda v: f"rf{v}"),
+        fr.Axis("acks", "acks", tuple(a for a in ("0", "1", "all") if a in ACKS), tag=lambda v: f"acks{v}"),
+        fr.Axis("min_isr", "min.insync.replicas", tuple(range(1, max(rfs) + 1)), tag=lambda v: f"minisr{v}"),
+        fr.Axis("unclean_election", "unclean.leader.election.enable", (True, False), lambda v: str(v).lower(),
+                lambda v: "unclean" if v else "clean"),
+        fr.Axis("flush", "flush.messages", ("os", "always") if power_loss else ("os",),
+                lambda v: "1" if v == "always" else "unset", lambda v: f"flush{v}"),
+    )
+
+
+def chosen(keys: tuple[str, ...], base: ModelConfig) -> tuple[Guarantee, ...]:
+    """The guarantees asked for, or the default: every one that applies to the faults."""
+    for key in keys:
+        if key in NOT_MODELLED:
+            raise UsageFailure(f"--guarantee {key}: {NOT_MODELLED[key]}")
+    if keys:
+        return tuple(BY_KEY[k] for k in dict.fromkeys(keys))
+    storage = base.disk_loss or base.power_loss
+    return tuple(g for g in GUARANTEES if (g.key != "stored" or storage) and (g.key != "writable" or base.crashes))
+
+
+def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
+            options: CheckOptions) -> dict[fr.Point, SuiteCheck]:
+    out = {}
+    for point in sweep.points:
+        config = ModelConfig(**{**base.as_dict(), **sweep.settings(point)})
+        props = tuple(g.property for g in wanted if BY_NAME[g.property].applies(config))
+        out[point] = SuiteCheck(sweep.slug(point), CheckRun(config, "bfs", props, options, None), {}, 0)
+    return out
+
+
+def _valid(base: ModelConfig):
+    def valid(settings: dict[str, Any]) -> bool:
+        try:
+            ModelConfig(**{**base.as_dict(), **settings}).validate()
+        except ConfigError:
+            return False
+        return True
+
+    return valid
+
+
+@click.command("advise-config", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="advise-config", message="%(prog)s (isrcheck) %(version)s")
+@click.option("--crashes", type=AsciiInt(0, 4), default=1, show_default=True, help="Broker crashes to survive.")
+@click.option("--disk-loss", type=AsciiInt(0, 4), default=0, show_default=True,
+              help="How many of the crashes also wipe the broker's disk.")
+@click.option("--power-loss", type=AsciiInt(0, 5), default=0, show_default=True,
+              help="Brokers that may lose power at once (then flush.messages is swept too).")
+@click.option("--restarts/--no-restarts", default=True, show_default=True,
+              help="Brokers that went down come back (--no-restarts: every failure is permanent).")
+@click.option("--kafka-version", default=releases.NEWEST, show_default=True,
+              help=f"Kafka release whose rules are checked, {releases.VERSIONS[0]} to {releases.NEWEST}.")
+@click.option("--rf", "rfs", default="3", show_default=True, callback=_rf_range, metavar="N|N..M",
+              help="replication.factor, or a range of them to sweep (each one more is much slower).")
+@click.option("--guarantee", "guarantees", multiple=True, type=click.Choice([*BY_KEY, *NOT_MODELLED]),
+              help="A guarantee to keep (repeatable) [default: every one that applies: acked, committed, reads, "
+                   "writable with crashes, recovers, stored with disk or power loss].")
+@click.option("--max-records", type=AsciiInt(1, 4), default=2, show_default=True, help="Records the producer may write.")
+@click.option("--max-leader-epoch", type=AsciiInt(0, 6), default=2, show_default=True, help="Highest leader epoch.")
+@click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
+              help="Checks run at once, each in its own process [default: the CPU cores].")
+@click.option("--time-limit", callback=_duration, metavar="DURATION",
+              help="Stop each configuration's check cleanly after this long (90s, 5m).")
+@click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out/advise"),
+              show_default=True, help="Where the traces that rule settings out are saved, a folder per configuration.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="The advice as text, or as JSON on stdout.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="A line on stderr as each configuration's check ends.")
+def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_version: str, rfs: tuple[int, ...],
+         guarantees: tuple[str, ...], max_records: int, max_leader_epoch: int, jobs: int | None,
+         time_limit: float | None, trace_dir: Path, fmt: str, progress: bool) -> int:
+    """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
+    the cheapest settings that keep it and the trace that rules out each cheaper one; exit 0 some
+    setting keeps every guarantee, 1 none does, 2 usage, 3 incomplete."""
+    try:
+        version = releases.find(kafka_version).version
+        base = ModelConfig(rf=max(rfs), crashes=crashes, disk_loss=disk_loss, power_loss=power_loss,
+                           restarts=restarts, kafka_version=version, max_records=max_records,
+                           log_size=max_records, max_leader_epoch=max_leader_epoch).validate()
+        check_output_dir(trace_dir, "--trace-dir", create=False)
+    except (ValueError, ConfigError, FileProblem) as e:
+        raise UsageFailure(str(e)) from None
+    wanted = chosen(guarantees, base)
+    sweep = fr.make_sweep(axes(rfs, power_loss), _valid(base))
+    checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True, time_limit=time_limit))
+    click.echo(header(sweep, base, wanted), err=True)
+    started, done = time.monotonic(), []
+
+    words = {c.name: sweep.words(p) for p, c in checks.items()}
+
+    def on_done(check: SuiteCheck, rep: CheckReport) -> None:
+        done.append(check.name)
+        if progress:
+            count = f"[{len(done):>{len(str(len(checks)))}}/{len(checks)}]"
+            click.echo(f"  {count} {words[check.name]}: {short(rep, wanted)}", err=True)
+
+    runner = SuiteRunner(list(checks.values()), trace_folders(list(checks.values()), trace_dir),
+                         jobs or min(available_cores(), MAX_WORKERS), on_done, False)
+    reports = runner.run()
+    advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},
+                    time.monotonic() - started, runner.interrupted)
+    click.echo(json.dumps(json_advice(advice), indent=2) if fmt == "json" else text_advice(advice))
+    if advice.interrupted or advice.incomplete:
+        return INCOMPLETE
+    return OK if advice.recommended else FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

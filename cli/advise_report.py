@@ -1,0 +1,199 @@
+"""advise-config's answer: the guarantees, each one's frontier and what rules out the rest.
+
+A guarantee is kept by a configuration when its property's verdict is the good one
+(holds, proved, or witnessed for ``write-after-crash``); a property that does not apply
+(``acked-survive`` with acks=0: nothing is acknowledged) keeps nothing. The reasons are
+the plain-language sentences of ``plain.py``, with the trace's length and file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from isrcheck import MODEL_VERSION, __version__
+from isrcheck.model import ModelConfig
+from isrcheck.properties import BY_NAME, verdict
+
+from . import frontier as fr
+from .plain import SENTENCES, faults
+from .suite_run import CheckReport
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    key: str  # --guarantee's word
+    words: str
+    property: str
+    durable: bool  # a durability guarantee (its cheapest keepers) or an availability one (its most durable)
+
+
+GUARANTEES = (
+    Guarantee("acked", "acknowledged writes survive", "acked-survive", True),
+    Guarantee("committed", "committed records survive", "committed-survive", True),
+    Guarantee("stored", "every committed record stays on some broker's disk", "committed-stored", True),
+    Guarantee("reads", "what a consumer reads never disappears", "read-within-hwm", True),
+    Guarantee("writable", "writes are still acknowledged while a broker is down", "write-after-crash", False),
+    Guarantee("recovers", "the partition becomes writable again by itself", "can-recover", False),
+)
+BY_KEY = {g.key: g for g in GUARANTEES}
+NOT_MODELLED = {"no-duplicates": "producer retries and idempotence are not modelled yet"}
+REPORT_VERSION = 1  # advise-config's JSON: raised when a key changes meaning or goes
+
+
+@dataclass
+class Advice:
+    sweep: fr.Sweep
+    base: ModelConfig
+    wanted: tuple[Guarantee, ...]
+    reports: dict[fr.Point, CheckReport | None]
+    seconds: float
+    interrupted: bool
+    _frontiers: dict[str, fr.Frontier] = field(default_factory=dict)
+
+    def kept(self, g: Guarantee, point: fr.Point) -> bool | None:
+        """True or False; None when the check did not finish or failed."""
+        rep = self.reports.get(point)
+        if rep is None or rep.error:
+            return None
+        p = rep.by_name(g.property)
+        if p is None:  # the property does not apply: acks=0 acknowledges nothing
+            return False
+        said = verdict.outcome(p, p.status)
+        return None if said == "unknown" else said in ("holds", "proved", "witnessed")
+
+    def frontier(self, g: Guarantee) -> fr.Frontier:
+        if g.key not in self._frontiers:
+            self._frontiers[g.key] = fr.frontier(self.sweep, lambda p: self.kept(g, p), g.durable)
+        return self._frontiers[g.key]
+
+    @property
+    def incomplete(self) -> bool:
+        return any(self.frontier(g).unknown for g in self.wanted)
+
+    @cached_property
+    def recommended(self) -> list[fr.Point]:
+        """The cheapest settings that keep every guarantee asked for."""
+        return fr.cheapest([p for p in self.sweep.points if all(self.kept(g, p) for g in self.wanted)])
+
+    def reason(self, g: Guarantee, point: fr.Point) -> dict[str, Any]:
+        """Why ``point`` does not keep ``g``: a sentence, and the trace that shows it."""
+        rep = self.reports[point]
+        p = rep.by_name(g.property) if rep is not None else None
+        if p is None:
+            return {"says": f"{BY_NAME[g.property].why_not}, so nothing can be said to survive",
+                    "trace_length": None, "trace_file": None}
+        bad = SENTENCES[g.property][1]
+        if verdict.outcome(p, p.status) == "never":
+            bad += " (in no run within the bounds)"
+        return {"says": bad, "trace_length": p.trace_length, "trace_file": p.trace_file}
+
+
+def short(rep: CheckReport, wanted: tuple[Guarantee, ...]) -> str:
+    """A finished check in a few words, for the progress line."""
+    if rep.error:
+        return f"error: {rep.error}"
+    if not rep.complete:
+        return f"incomplete ({rep.stop_reason})"
+    lost = [g.key for g in wanted if (p := rep.by_name(g.property)) is None
+            or verdict.outcome(p, p.status) not in ("holds", "proved", "witnessed")]
+    return f"does not keep {', '.join(lost)}" if lost else "keeps every guarantee"
+
+
+def _swept(sweep: fr.Sweep) -> str:
+    return " x ".join(f"{a.key} ({', '.join(a.kafka(v) for v in a.values)})" for a in sweep.axes if len(a.values) > 1)
+
+
+def _fixed(sweep: fr.Sweep) -> str:
+    return ", ".join(f"{a.key}={a.kafka(a.values[0])}" for a in sweep.axes if len(a.values) == 1)
+
+
+def header(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...]) -> str:
+    return (f"advise-config: Kafka {base.kafka_version}, {faults(base)}, {_fixed(sweep)}; sweeping {_swept(sweep)}: "
+            f"{len(sweep.points)} configurations; guarantees: {', '.join(g.key for g in wanted)}")
+
+
+def _trace(r: dict[str, Any]) -> str:
+    return f" ({r['trace_length']} states, trace {r['trace_file']})" if r["trace_file"] else ""
+
+
+def _guarantee_lines(a: Advice, g: Guarantee) -> list[str]:
+    f = a.frontier(g)
+    lines = [f"{g.words} ({g.property})"]
+    if not f.edge:
+        lines.append("  no setting swept keeps it:")
+        for p in fr.most_durable(list(a.sweep.points)):
+            if a.kept(g, p) is False:
+                lines.append(f"    {a.sweep.words(p)}: {a.reason(g, p)['says']}{_trace(a.reason(g, p))}")
+        return lines
+    lines.append(f"  {'cheapest' if g.durable else 'most durable'} settings that keep it:")
+    lines += [f"    {a.sweep.words(p)}" for p in f.edge]
+    beyond = list(dict.fromkeys(n for _, n in f.ruled_out))
+    if beyond:
+        lines.append(f"  ruled out, one step {'cheaper' if g.durable else 'more durable'}:")
+        lines += [f"    {a.sweep.words(n)}: {a.reason(g, n)['says']}{_trace(a.reason(g, n))}" for n in beyond]
+    if f.unknown:
+        lines.append(f"  not known (the check did not finish): {'; '.join(a.sweep.words(p) for p in f.unknown)}")
+    return lines
+
+
+def verdict_text(a: Advice) -> str:
+    what = ", ".join(g.words for g in a.wanted)
+    lead = f"In plain words, with Kafka {a.base.kafka_version} and {faults(a.base)}, within the bounds checked"
+    if a.recommended:
+        return f"{lead}, the cheapest settings that keep all of ({what}) are: " + \
+            "; or ".join(a.sweep.words(p) for p in a.recommended) + "."
+    return f"{lead}, no setting swept keeps all of ({what}) at once."
+
+
+def text_advice(a: Advice) -> str:
+    lines: list[str] = []
+    for g in a.wanted:
+        lines += _guarantee_lines(a, g) + [""]
+    lines += [f"not checked: no duplicates: {NOT_MODELLED['no-duplicates']}", ""]
+    lines.append("every guarantee above at once: " + ("the cheapest settings that keep them all:" if a.recommended
+                                                      else "no setting swept keeps them all"))
+    lines += [f"    {a.sweep.words(p)}" for p in a.recommended]
+    state = " (interrupted: the frontier may move)" if a.interrupted else (
+        " (some checks did not finish: the frontier may move)" if a.incomplete else "")
+    lines.append(f"{len(a.sweep.points)} configurations checked in {a.seconds:.1f} s{state}; bounds: max-records "
+                 f"{a.base.max_records}, max-leader-epoch {a.base.max_leader_epoch}")
+    lines.append(verdict_text(a))
+    return "\n".join(lines)
+
+
+def json_advice(a: Advice) -> dict[str, Any]:
+    def with_reason(g: Guarantee, p: fr.Point) -> dict[str, Any]:
+        return {"settings": a.sweep.kafka(p), **a.reason(g, p)}
+
+    b = a.base
+    return {
+        "report_version": REPORT_VERSION, "isrcheck_version": __version__, "model_version": MODEL_VERSION,
+        "kafka_version": b.kafka_version,
+        "faults": {"crashes": b.crashes, "disk_loss": b.disk_loss, "power_loss": b.power_loss, "restarts": b.restarts},
+        "bounds": {"max_records": b.max_records, "log_size": b.log_size, "max_leader_epoch": b.max_leader_epoch},
+        "swept": {ax.key: [ax.kafka(v) for v in ax.values] for ax in a.sweep.axes},
+        "guarantees": [{
+            "key": g.key, "words": g.words, "property": g.property,
+            "kind": "durability" if g.durable else "availability",
+            "frontier": [a.sweep.kafka(p) for p in a.frontier(g).edge],
+            "ruled_out": [with_reason(g, n) for n in dict.fromkeys(n for _, n in a.frontier(g).ruled_out)],
+            "unknown": [a.sweep.kafka(p) for p in a.frontier(g).unknown],
+        } for g in a.wanted],
+        "not_modelled": [{"key": k, "why": why} for k, why in NOT_MODELLED.items()],
+        "recommended": [a.sweep.kafka(p) for p in a.recommended],
+        "configurations": [_configuration(a, p) for p in a.sweep.points],
+        "complete": not (a.interrupted or a.incomplete), "interrupted": a.interrupted,
+        "seconds": round(a.seconds, 3), "verdict_text": verdict_text(a),
+    }
+
+
+def _configuration(a: Advice, p: fr.Point) -> dict[str, Any]:
+    rep = a.reports.get(p)
+    return {
+        "settings": a.sweep.kafka(p),
+        "complete": bool(rep and rep.complete), "error": rep.error if rep else "not run",
+        "keeps": {g.key: a.kept(g, p) for g in a.wanted},
+        "seconds": round(rep.seconds, 3) if rep else None,
+    }

@@ -1,0 +1,120 @@
+"""advise-config: the frontier logic on its own, then the command as a user runs it.
+
+Expected outcomes, written from Kafka's documents before the runs:
+- acks=1 loses acknowledged writes (the leader acknowledges before any follower has the
+  record), so acks=all is needed to keep them; with clean election and one crash that keeps
+  its disk, min.insync.replicas=1 is enough (the last ISR member comes back with its log).
+- Unclean election can elect a replica without the committed records (the documentation
+  of unclean.leader.election.enable), so it rules out "committed records survive".
+- min.insync.replicas=3 with rf 3 stops acks=all writes as soon as one broker is down
+  (NotEnoughReplicas): writes are no longer acknowledged.
+- A lost disk on a broker that stays in the ISR in ZooKeeper mode: the controller can
+  elect it cleanly after it comes back empty, losing committed records whatever the
+  settings (KIP-966's motivation; 3.9 in ZooKeeper mode has no eligible leader replicas).
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings, strategies as st
+
+from isrcheck.cli import frontier as fr
+from isrcheck.traces.view_data import load_checked
+
+from .clitools import run_cli
+
+SMALL = ("--max-records", "1")  # 18 configurations in seconds, with the same answers as 2 records
+
+
+def _sweep(sizes: tuple[int, ...]) -> fr.Sweep:
+    return fr.make_sweep(tuple(fr.Axis(f"a{i}", f"k{i}", tuple(range(n))) for i, n in enumerate(sizes)), lambda s: True)
+
+
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3).flatmap(
+    lambda sizes: st.tuples(st.just(tuple(sizes)), st.sets(st.tuples(*(st.integers(0, n - 1) for n in sizes))),
+                            st.booleans())))
+@settings(max_examples=200, deadline=None)
+def test_the_frontier_is_the_keepers_cheapest_or_most_durable_points(case):
+    sizes, keepers, durable = case
+    sweep = _sweep(sizes)
+    f = fr.frontier(sweep, lambda p: p in keepers, durable)
+    assert set(f.keepers) == keepers
+    assert set(f.edge) <= keepers
+    for a in f.edge:  # an antichain
+        assert not any(b != a and (fr.no_more_durable(a, b) or fr.no_more_durable(b, a)) for b in f.edge)
+    for k in keepers:  # every keeper is at least as expensive (durable) or cheap (availability) as one on the edge
+        assert any(fr.no_more_durable(e, k) if durable else fr.no_more_durable(k, e) for e in f.edge)
+    for p, n in f.ruled_out:  # the neighbours beyond the edge keep nothing
+        assert n not in keepers and sum(n) == sum(p) + (-1 if durable else 1)
+
+
+def test_unknown_points_are_neither_kept_nor_ruled_out():
+    sweep = _sweep((3,))
+    f = fr.frontier(sweep, lambda p: {0: None, 1: True, 2: True}[p[0]], durable=True)
+    assert f.edge == ((1,),) and f.ruled_out == () and f.unknown == ((0,),)
+
+
+def test_advice_for_one_crash_names_acks_all_and_a_trace_for_each_cheaper_setting(tmp_path):
+    proc = run_cli("advise-config", *SMALL, "--trace-dir", str(tmp_path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(proc.stdout)
+    assert advice["report_version"] == 1 and advice["complete"]
+    guarantees = {g["key"]: g for g in advice["guarantees"]}
+    assert set(guarantees) == {"acked", "committed", "reads", "writable", "recovers"}
+    acked = guarantees["acked"]
+    assert {"acks": "all", "min.insync.replicas": "1", "unclean.leader.election.enable": "false"} in acked["frontier"]
+    assert all(f["acks"] == "all" for f in acked["frontier"])
+    cheaper = {(r["settings"]["acks"], r["settings"]["unclean.leader.election.enable"]) for r in acked["ruled_out"]}
+    assert ("1", "false") in cheaper and ("all", "true") in cheaper
+    for r in acked["ruled_out"]:  # each reason is a trace that replays on the model
+        trace = load_checked(r["trace_file"])
+        assert trace.property_name == "acked-survive" and len(trace.steps) == r["trace_length"]
+    committed = guarantees["committed"]
+    assert all(f["unclean.leader.election.enable"] == "false" or f["min.insync.replicas"] == "3"
+               for f in committed["frontier"])
+    writable = {json.dumps(r["settings"], sort_keys=True): r for r in guarantees["writable"]["ruled_out"]}
+    strict = {"acks": "all", "min.insync.replicas": "3", "unclean.leader.election.enable": "false"}
+    assert "writes stop" in writable[json.dumps(strict, sort_keys=True)]["says"]
+    assert advice["recommended"] == [{"acks": "all", "min.insync.replicas": "1", "unclean.leader.election.enable": "false"}]
+    assert "acks=all, min.insync.replicas=1" in advice["verdict_text"]
+
+
+def test_advice_agrees_with_check_model_on_each_ruled_out_setting(tmp_path):
+    """The advisor runs what check-model runs: a setting it rules out is one check-model breaks."""
+    proc = run_cli("advise-config", *SMALL, "--guarantee", "acked", "--trace-dir", str(tmp_path / "a"),
+                   "--format", "json")
+    advice = json.loads(proc.stdout)
+    for r in advice["guarantees"][0]["ruled_out"]:
+        s = r["settings"]
+        election = "--unclean-election" if s["unclean.leader.election.enable"] == "true" else "--clean-election"
+        check = run_cli("check-model", *SMALL, "--acks", s["acks"], "--min-isr", s["min.insync.replicas"], election,
+                        "--property", "acked-survive", "--trace-dir", str(tmp_path / "c"), "--format", "json")
+        (prop,) = json.loads(check.stdout)["properties"]
+        assert (prop["status"], prop["trace_length"]) == ("violated", r["trace_length"])
+
+
+def test_a_lost_disk_in_zookeeper_mode_leaves_no_setting_that_keeps_committed_records(tmp_path):
+    proc = run_cli("advise-config", "--disk-loss", "1", "--guarantee", "committed",  # two records: the story needs them
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert "no setting swept keeps it" in proc.stdout
+    assert "committed records can be lost" in proc.stdout
+
+
+def test_the_text_advice_says_what_is_not_modelled_and_ends_in_plain_words(tmp_path):
+    proc = run_cli("advise-config", *SMALL, "--guarantee", "writable", "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("advise-config: Kafka 3.9, up to 1 broker crash")
+    assert "[18/18]" in proc.stderr
+    assert "not checked: no duplicates" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1].startswith("In plain words, with Kafka 3.9")
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    for args in (["--rf", "3..2"], ["--rf", "x"], ["--guarantee", "no-duplicates"], ["--kafka-version", "4.0"],
+                 ["--disk-loss", "2"], ["--guarantee", "fast"]):
+        proc = run_cli("advise-config", *args, "--trace-dir", str(tmp_path))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
