@@ -72,7 +72,7 @@ def faults(config) -> str:
     crashes = f"up to {config.crashes} broker crash{'es' if config.crashes != 1 else ''}" if config.crashes else "no crash"
     if config.disk_loss:
         crashes += f" ({config.disk_loss} losing its disk)"
-    extra = [f"up to {config.power_loss} brokers losing power"] if config.power_loss else []
+    extra = [f"up to {config.power_loss} broker{'s' if config.power_loss != 1 else ''} losing power"] if config.power_loss else []
     if not config.restarts:
         extra.append("no broker coming back")
     return ", ".join([crashes, *extra])
