@@ -118,9 +118,11 @@ class Chromium:
         return json.loads(raw)
 
     # -- what tests use --------------------------------------------------------------
-    def open(self, path: Path) -> None:
+    def open(self, path: Path, fragment: str = "") -> None:
+        """Load a page (``fragment``, without its '#', is the address's). Give each load its own
+        file: the same file with another fragment is no new load, and its script would not run."""
         self.events.clear()
-        self.call("Page.navigate", {"url": path.resolve().as_uri()})
+        self.call("Page.navigate", {"url": path.resolve().as_uri() + (f"#{fragment}" if fragment else "")})
         self.wait_for("document.readyState === 'complete' && document.body.dataset.step !== undefined")
 
     def eval(self, expression: str) -> Any:
@@ -152,8 +154,19 @@ class Chromium:
             self.call("Input.dispatchMouseEvent",
                       {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1})
 
-    def screenshot(self, path: Path) -> Path:
-        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+    def resize(self, width: int, height: int) -> None:
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+    def screenshot(self, path: Path, full_page: bool = False) -> Path:
+        """The viewport as PNG, or with ``full_page`` the whole page, as long as its body."""
+        params: dict[str, Any] = {"format": "png"}
+        if full_page:
+            width, height = self.eval("[document.documentElement.clientWidth,"
+                                      " Math.ceil(document.body.getBoundingClientRect().height)]")
+            params["captureBeyondViewport"] = True
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        data = self.call("Page.captureScreenshot", params)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

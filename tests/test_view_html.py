@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from isrcheck.cli.view_trace import main as view_trace_main
 from isrcheck.model import Action
 from isrcheck.traces import Step, itf
-from isrcheck.traces.view_data import build_view, check_trace
+from isrcheck.traces.view_data import build_view, check_trace, role
 from isrcheck.traces.view_html import render_html, script_json, write_html
 
 from .cdp import Chromium, find_chromium
-from .view_helpers import kip101_trace, long_walk_trace, walk_model
+from .view_helpers import DISK_LOSS, checked_trace, kip101_trace, long_walk_trace, walk_model
 
 ARTIFACTS = Path(os.environ.get("ISRCHECK_ARTIFACTS") or Path(__file__).resolve().parent.parent / "test-artifacts")
 EVIL_ACTION = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -142,7 +142,7 @@ def test_stepping_through_the_kip101_counterexample_reaches_the_failing_step(bro
     assert "truncates its log to offset 0" in s["sentence"]
     assert s["lost"] and set(t.replace("LOST", "").replace("MISSING", "") for t in s["lost"]) == {"m0@e0"}
     assert "LOST" in s["tags"]
-    browser.screenshot(artifact("kip101-weak-isr-failing-step.png"))
+    browser.screenshot(artifact("kip101-weak-isr-failing-step.png"), full_page=True)  # docs/trace-view.png
 
     browser.press("ArrowRight")  # stays at the end
     assert state(browser)["label"] == f"step {last} / {last}"
@@ -254,5 +254,155 @@ def test_a_lasso_shows_its_trigger_and_its_loop(browser, tmp_path):
         return {loop: steps('#timeline li.loop'), trigger: steps('#timeline li.trigger')};
       })()""")
     assert marks == {"loop": ["7"], "trigger": ["6"]}
+    o = overview(browser)
+    assert o["rows"] == expected_overview(trace)
+    assert o["marks"] == [""] * 6 + ["◆", "↺✗"] and o["loop"] == ["7"] and o["current"] == ["7"]
     browser.screenshot(artifact("rejoins-isr-lasso.png"))
+    assert browser.exceptions() == []
+
+
+# ---- the overview: every step at once, beside the step view ---------------------------------
+
+ROLE_MARK = {"leader": "L", "stale leader": "S", "follower": "F", "crashed": "×", "no role": ""}
+
+
+def expected_overview(trace) -> dict[str, list]:
+    """The overview's rows computed here from the trace's states, as the page should show them."""
+    rows: dict[str, list] = {}
+    states = [s.state for s in trace.steps]
+    for b in range(trace.config.rf):
+        rows[f"b{b} hw"] = [str(ps.replicas[b].hw) for ps in states]
+        rows[f"b{b} leo"] = [str(len(ps.replicas[b].log)) for ps in states]
+        rows[f"b{b} isr"] = [[ROLE_MARK[role(ps, b)], b in ps.quorum.isr] for ps in states]
+    rows["ctl leader"] = ["-" if ps.quorum.leader is None else str(ps.quorum.leader) for ps in states]
+    rows["ctl epoch"] = ["-" if ps.quorum.leader_epoch is None else str(ps.quorum.leader_epoch) for ps in states]
+    return rows
+
+
+def overview(browser) -> dict:
+    return browser.eval(
+        """(function () {
+          var all = function (s) { return Array.from(document.querySelectorAll(s)); };
+          var rows = {};
+          all('#overview tbody tr').forEach(function (tr) {
+            var who = tr.dataset.broker === undefined ? 'ctl' : 'b' + tr.dataset.broker;
+            rows[who + ' ' + tr.dataset.kind] = Array.from(tr.querySelectorAll('td')).map(function (td) {
+              return tr.dataset.kind === 'isr' ? [td.textContent, td.classList.contains('in')] : td.textContent;
+            });
+          });
+          var heads = all('#overview tr.steps th[data-step]');
+          var cur = all('#overview .cur');
+          var box = document.getElementById('overview-scroll').getBoundingClientRect();
+          var labels = document.querySelector('#overview th.row').getBoundingClientRect();
+          var head = document.querySelector('#overview tr.steps th.cur').getBoundingClientRect();
+          return {
+            rows: rows,
+            columnSteps: all('#overview tbody tr').map(function (tr) {
+              return Array.from(tr.querySelectorAll('td')).map(function (td) { return td.dataset.step; }).join(' ');
+            }),
+            steps: heads.map(function (th) { return th.textContent; }),
+            marks: all('#overview tr.marks td').map(function (td) { return td.textContent; }),
+            loop: heads.filter(function (th) { return th.classList.contains('loop'); }).map(function (th) { return th.textContent; }),
+            failing: heads.filter(function (th) { return th.classList.contains('fail'); }).map(function (th) { return th.textContent; }),
+            current: Array.from(new Set(cur.map(function (c) { return c.dataset.step; }))),
+            currentCells: cur.length,
+            rowCount: all('#overview tr').length,
+            currentInSight: head.left >= labels.right - 1 && head.right <= box.right + 1,
+            scrolls: document.getElementById('overview-scroll').scrollWidth > box.width + 1,
+            scrollLeft: document.getElementById('overview-scroll').scrollLeft
+          };
+        })()"""
+    )
+
+
+def current_step(browser) -> dict:
+    return browser.eval("""({label: document.getElementById('step-label').textContent, hash: location.hash,
+                             timeline: document.querySelector('#timeline li.current').dataset.step})""")
+
+
+@pytest.mark.parametrize("which", ["core", "kafka"])
+def test_the_overview_shows_every_steps_hwm_leo_and_isr(browser, tmp_path, kip101, which):
+    trace = kip101 if which == "core" else checked_trace(DISK_LOSS, "committed-survive", symmetry=True)
+    assert trace.config.core == (which == "core")
+    browser.open(write_html(build_view(check_trace(trace)), tmp_path / f"{which}.html"))
+    last = len(trace) - 1
+    o = overview(browser)
+    assert current_step(browser) == {"label": f"step {last} / {last}", "hash": f"#step={last}", "timeline": str(last)}
+    assert o["steps"] == [str(i) for i in range(last + 1)]  # one column per step
+    assert o["rows"] == expected_overview(trace)
+    assert all(c == " ".join(map(str, range(last + 1))) for c in o["columnSteps"])
+    assert o["rowCount"] == 2 + 3 * trace.config.rf + 2  # marks, step numbers; HWM, LEO, ISR per broker; controller
+    assert o["current"] == [str(last)] and o["currentCells"] == o["rowCount"]  # every cell of the column
+    assert o["marks"] == [""] * last + ["✗"] and o["failing"] == [str(last)] and o["loop"] == []
+    assert o["currentInSight"] and not o["scrolls"]
+    if which == "kafka":  # the crash and the disk loss: broker 0 down at step 7 with an empty log
+        crashed = [i for i, (mark, _) in enumerate(o["rows"]["b0 isr"]) if mark == "×"]
+        assert crashed == [7] and o["rows"]["b0 leo"][6:8] == ["1", "0"]
+    browser.screenshot(artifact(f"overview-{which}.png"))
+    assert browser.exceptions() == []
+
+
+def test_clicking_the_overview_moves_the_step_view_and_the_column_follows_the_keys(browser, tmp_path, kip101):
+    view = build_view(kip101)
+    last = len(kip101) - 1
+    browser.open(write_html(view, tmp_path / "click.html"))
+    browser.click("#overview tr.steps th[data-step='3']")  # a step's number
+    assert current_step(browser) == {"label": f"step 3 / {last}", "hash": "#step=3", "timeline": "3"}
+    assert browser.eval("document.getElementById('sentence').textContent") == view.steps[3].sentence
+    assert overview(browser)["current"] == ["3"]
+    browser.click("#overview tr[data-broker='1'][data-kind='leo'] td[data-step='5']")  # any cell of a column
+    assert current_step(browser) == {"label": f"step 5 / {last}", "hash": "#step=5", "timeline": "5"}
+    assert overview(browser)["current"] == ["5"]
+    for key, step in (("ArrowLeft", 4), ("ArrowLeft", 3), ("ArrowRight", 4), ("Home", 0), ("End", last)):
+        browser.press(key)
+        o = overview(browser)
+        assert o["current"] == [str(step)] and o["currentCells"] == o["rowCount"], key
+        assert current_step(browser)["hash"] == f"#step={step}"
+    browser.click("#timeline li[data-step='2']")  # the timeline moves the column too
+    assert overview(browser)["current"] == ["2"]
+    assert browser.exceptions() == []
+
+
+def test_step_n_in_the_address_opens_that_step(browser, tmp_path, kip101):
+    browser.open(write_html(build_view(kip101), tmp_path / "at-step-4.html"), fragment="step=4")
+    last = len(kip101) - 1
+    assert current_step(browser) == {"label": f"step 4 / {last}", "hash": "#step=4", "timeline": "4"}
+    assert overview(browser)["current"] == ["4"]
+    assert browser.exceptions() == []
+
+
+def test_the_overview_of_a_long_trace_scrolls_sideways_to_the_current_step(browser, tmp_path):
+    trace = long_walk_trace(40, 5)
+    browser.open(write_html(build_view(trace), tmp_path / "long-overview.html"))
+    o = overview(browser)
+    assert o["steps"] == [str(i) for i in range(41)] and o["rows"] == expected_overview(trace)
+    assert o["scrolls"] and o["current"] == ["40"] and o["currentInSight"] and o["scrollLeft"] > 0
+    browser.press("Home")
+    o = overview(browser)
+    assert o["current"] == ["0"] and o["currentInSight"] and o["scrollLeft"] == 0
+    for _ in range(25):
+        browser.press("ArrowRight")
+    o = overview(browser)
+    assert o["current"] == ["25"] and o["currentInSight"]
+    browser.click("#overview tr.steps th.cur")
+    assert current_step(browser)["label"] == "step 25 / 40"
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    assert browser.eval("window.scrollY") == 0
+    browser.screenshot(artifact("long-walk-overview-step-25.png"))
+    assert browser.exceptions() == []
+
+
+def test_on_a_narrow_screen_the_overview_is_above_the_step_view(browser, tmp_path, kip101):
+    browser.resize(760, 900)
+    try:
+        browser.open(write_html(build_view(kip101), tmp_path / "narrow.html"))
+        where = browser.eval("""(function () {
+            var box = function (id) { return document.getElementById(id).getBoundingClientRect(); };
+            return {overview: box('overview-box').bottom, stage: box('stage').top, timeline: box('timeline-box').top,
+                    overflow: document.documentElement.scrollWidth > window.innerWidth};
+          })()""")
+        assert where["overview"] <= where["stage"] <= where["timeline"] and not where["overflow"]
+        browser.screenshot(artifact("kip101-narrow.png"), full_page=True)
+    finally:
+        browser.resize(1280, 800)
     assert browser.exceptions() == []

@@ -65,6 +65,139 @@
     });
   }
 
+  // ---- the overview: every step at once, one column per step -----------------------------
+  var ROLE_MARK = { "leader": "L", "stale leader": "S", "follower": "F", "crashed": "\u00D7", "no role": "" };
+  var columns = [];  // columns[i]: the overview's cells of step i, so its highlight can follow the step shown
+  var marked = null;  // the column highlighted now
+
+  function brokerTitle(s, r) {
+    return "step " + s.index + ", broker " + r.broker + ": HWM " + r.hw + ", LEO " + r.leo + ", " + r.role
+      + (r.inQuorumIsr ? ", in" : ", not in") + " the controller's ISR " + isr(s.quorum.isr);
+  }
+  function controllerTitle(s) {
+    return "step " + s.index + ", controller: " + (s.quorum.leader === null ? "no leader" : "leader " + s.quorum.leader)
+      + ", epoch " + opt(s.quorum.epoch) + ", ISR " + isr(s.quorum.isr);
+  }
+
+  // The overview's rows: a label, its tooltip, and what the row's cell says at a step.
+  function overviewRows() {
+    var rows = [];
+    steps[0].replicas.forEach(function (_, b) {
+      var at = function (s) { return s.replicas[b]; };
+      var down = function (s) { return at(s).alive ? "" : "down"; };
+      var who = "b" + b;
+      rows.push({ who: who, what: "HWM", kind: "hw", broker: b, tip: "broker " + b + "'s high watermark",
+                  cell: function (s) { return { text: at(s).hw, cls: down(s), title: brokerTitle(s, at(s)) }; } });
+      rows.push({ who: who, what: "LEO", kind: "leo", broker: b, tip: "broker " + b + "'s log end offset",
+                  cell: function (s) { return { text: at(s).leo, cls: down(s), title: brokerTitle(s, at(s)) }; } });
+      rows.push({ who: who, what: "ISR", kind: "isr", broker: b, flag: true,
+                  tip: "broker " + b + ": blue while in the controller's ISR; L leader, S stale leader, F follower, \u00D7 down",
+                  cell: function (s) {
+                    var r = at(s);
+                    return { text: ROLE_MARK[r.role], title: brokerTitle(s, r),
+                             cls: (r.inQuorumIsr ? "in " : "") + "r-" + r.role.replace(/ /g, "-") };
+                  } });
+    });
+    rows.push({ who: "ctl", what: "leader", kind: "leader", tip: "the controller's partition leader",
+                cell: function (s) { return { text: opt(s.quorum.leader), cls: "", title: controllerTitle(s) }; } });
+    rows.push({ who: "ctl", what: "epoch", kind: "epoch", tip: "the controller's leader epoch",
+                cell: function (s) { return { text: opt(s.quorum.epoch), cls: "", title: controllerTitle(s) }; } });
+    return rows;
+  }
+
+  // The marks above a step's number: the deciding step, and a lasso's trigger and loop start.
+  function stepMarks(i) {
+    var marks = [];
+    if (data.lasso && i === data.lasso.trigger) marks.push(["\u25C6", "from step " + i + " on, the property's goal never holds"]);
+    if (data.lasso && i === data.lasso.loop) marks.push(["\u21BA", "the loop starts here: " + data.lasso.ending]);
+    if (i === last && data.outcome === "violated") marks.push(["\u2717", data.property + " is violated here"]);
+    if (i === last && data.outcome === "witnessed") marks.push(["\u2713", data.property + " is witnessed here"]);
+    return marks;
+  }
+
+  function overviewHead(head) {
+    var marks = el("tr", "marks"), numbers = el("tr", "steps");
+    marks.appendChild(el("th", "row"));
+    numbers.appendChild(el("th", "row", "step"));
+    steps.forEach(function (s, i) {
+      var found = stepMarks(i);
+      var mark = el("td", data.outcome === "witnessed" ? "ok" : "", found.map(function (m) { return m[0]; }).join(""));
+      mark.title = found.map(function (m) { return m[1]; }).join("; ");
+      var th = el("th", "", i);
+      th.scope = "col";
+      th.title = "show step " + i + ": " + s.short;
+      if (i === last && data.outcome) th.classList.add(data.outcome === "violated" ? "fail" : "witness");
+      if (data.lasso && i >= data.lasso.loop) th.classList.add("loop");
+      [mark, th].forEach(function (c) { c.dataset.step = String(i); columns[i].push(c); });
+      marks.appendChild(mark);
+      numbers.appendChild(th);
+    });
+    head.appendChild(marks);
+    head.appendChild(numbers);
+  }
+
+  function overviewRow(row) {
+    var first = row.kind === "hw" || row.kind === "leader";  // a broker's or the controller's first row
+    var tr = el("tr", first ? "group" : "");
+    tr.dataset.kind = row.kind;
+    if (row.broker !== undefined) tr.dataset.broker = String(row.broker);
+    var label = el("th", "row");
+    label.scope = "row";
+    label.title = row.tip;
+    label.appendChild(el(first ? "b" : "span", first ? "" : "again", row.who));
+    label.appendChild(document.createTextNode(" " + row.what));
+    tr.appendChild(label);
+    var before = null;
+    steps.forEach(function (s, i) {
+      var c = row.cell(s);
+      var td = el("td", c.cls, c.text);
+      if (!row.flag && before !== null && String(c.text) !== before) td.classList.add("chg");
+      before = String(c.text);
+      td.title = c.title;
+      td.dataset.step = String(i);
+      columns[i].push(td);
+      tr.appendChild(td);
+    });
+    return tr;
+  }
+
+  function overview() {
+    var table = document.getElementById("overview");
+    var head = el("thead"), body = el("tbody");
+    steps.forEach(function () { columns.push([]); });
+    overviewHead(head);
+    overviewRows().forEach(function (row) { body.appendChild(overviewRow(row)); });
+    table.appendChild(head);
+    table.appendChild(body);
+    table.addEventListener("click", function (e) {
+      var cell = e.target.closest("[data-step]");
+      if (cell) show(parseInt(cell.dataset.step, 10));
+    });
+    var key = "One column per step: click one to show it. Per broker (b0, b1, ...) its HWM and LEO (grey while down) "
+      + "and ISR: blue while the controller has it in the ISR; L leader, S stale leader (believes it leads), F follower, "
+      + "\u00D7 down. ctl: the controller's leader and epoch. Yellow: changed at that step.";
+    if (data.outcome === "violated") key += " \u2717 the violating step.";
+    if (data.outcome === "witnessed") key += " \u2713 the witnessing step.";
+    if (data.lasso) key += " \u25C6 the goal never holds from here; \u21BA the loop starts here (underlined: the loop).";
+    document.getElementById("overview-key").textContent = key;
+    // the timeline below it keeps to the window's height
+    var box = document.getElementById("overview-box");
+    document.documentElement.style.setProperty("--overview-h", box.offsetHeight + 12 + "px");
+  }
+
+  // Highlight the current step's column and keep it in sight, scrolling the overview sideways, never the page.
+  function markOverview() {
+    if (marked !== null) columns[marked].forEach(function (c) { c.classList.remove("cur"); });
+    columns[current].forEach(function (c) { c.classList.add("cur"); });
+    marked = current;
+    var box = document.getElementById("overview-scroll");
+    var cell = columns[current][1];
+    var labels = document.querySelector("#overview th.row").offsetWidth;  // sticky: they cover the left edge
+    var left = cell.getBoundingClientRect().left - box.getBoundingClientRect().left + box.scrollLeft;
+    if (left - labels < box.scrollLeft) box.scrollLeft = left - labels;
+    else if (left + cell.offsetWidth > box.scrollLeft + box.clientWidth) box.scrollLeft = left + cell.offsetWidth - box.clientWidth;
+  }
+
   function slot(rec, cls) {
     var box = el("div", "slot rec " + (cls || ""), rec.label);
     box.style.background = fill(rec.epoch);
@@ -238,6 +371,7 @@
       if (top < list.scrollTop) list.scrollTop = top;
       else if (top + item.offsetHeight > list.scrollTop + list.clientHeight) list.scrollTop = top + item.offsetHeight - list.clientHeight;
     }
+    markOverview();
     if (history.replaceState) history.replaceState(null, "", "#step=" + current);
     document.body.dataset.step = String(current);
   }
@@ -255,6 +389,7 @@
 
   header();
   timeline();
+  overview();
   document.getElementById("first").addEventListener("click", function () { show(0); });
   document.getElementById("prev").addEventListener("click", function () { show(current - 1); });
   document.getElementById("next").addEventListener("click", function () { show(current + 1); });
