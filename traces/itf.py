@@ -5,18 +5,32 @@ place in ITF (``Field.itf``: a variable, or a key of a per-replica record or of 
 quorum's record) and each kind its JSON form. Names follow the published
 specification (``replicaLog``, ``replicaState``, ``quorumState``,
 ``leaderAndIsrRequests``, ``nextRecordId``, ``nextLeaderEpoch``); the Kafka model adds
-its fields. ``None`` is written as the specification's ``"NONE"`` for a broker and as
-``-1`` for a number. What the specification stores and the model derives is written
-too, and checked on reading: a broker's ``alive`` (no crash mark), the quorum's leader
-and epoch (the newest request's), ``nextLeaderEpoch`` (how many requests were sent).
-Each state's ``#meta`` holds the action that produced it, name and parameters.
+its fields. What the specification stores and the model derives is written too, and
+checked on reading: a broker's ``alive`` (no crash mark), the quorum's leader and epoch
+(the newest request's), ``nextLeaderEpoch`` (how many requests were sent). Each state's
+``#meta`` holds the action that produced it, name and parameters.
+
+Every value has one type, in every state. An optional value (a broker's leader and
+epoch, its crash mark and purgatory epoch, a request's leader, the quorum's leader and
+epoch) is a set of at most one member, TLA+'s idiom: ``{"#set": []}`` for none,
+``{"#set": [2]}`` for 2. ADR-015 has no optional type; Apalache's and Quint's ``Option``
+is a variant (``{"tag": "None", "value": {"#tup": []}}``), which ``itf_py`` 0.5.0, the
+ITF library for Python, cannot decode (a namedtuple class named ``None``, a Python
+keyword), while every ITF reader decodes a set (docs/traces.md). Trace format 1 wrote
+none as ``"NONE"`` (a broker: an int or a string) or ``-1`` (a number: a sentinel).
+``#meta.isrcheck.trace_format`` guards the encoding: a file of another format is
+refused in one line, not misread. ``MODEL_VERSION`` guards the model's meaning, which
+checkpoints share: it did not change.
 
 Reading is bounded (``isrcheck.files``: size, nesting, digits) and checks every value's
 type before use; the configuration is validated, exact types included, and refused
 when its tables would be too big to build, before any model is built from it. No
 schema beyond that: ``view_data.load_checked`` accepts a trace only if its JSON is
 what ``to_itf`` writes for its replay (whitespace and the order of a set's members
-aside), which refuses every edit a schema would, and those no schema can see.
+aside), which refuses every edit a schema would, and those no schema can see. The
+codec is our own, not ``itf_py``'s: this one checks each value's type as it reads
+(``itf_py`` decodes any JSON it is given), and isrcheck needs no library to run;
+the tests read every trace they write with ``itf_py`` too (``tests/test_itf_reader.py``).
 """
 
 from __future__ import annotations
@@ -35,12 +49,14 @@ from isrcheck.model.config import ConfigError
 from isrcheck.model.kafka import KAFKA
 from isrcheck.model.layout import layout_bytes
 from isrcheck.model.machine import gigabytes
-from isrcheck.model.schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema
+from isrcheck.model.schema import Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema
 
 from .trace import Step, Trace, TraceError
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-NONE = "NONE"
+# the encoding of values, in #meta.isrcheck.trace_format: 2, an optional value is a set of at
+# most one member; 1 (no trace_format), none was "NONE" for a broker and -1 for a number
+TRACE_FORMAT = 2
 # the published specification's variables first, in its order; then the model's others
 ORDER = ["replicaLog", "replicaState", "quorumState", "leaderAndIsrRequests", "nextRecordId", "nextLeaderEpoch"]
 
@@ -54,16 +70,18 @@ def _to_json(f: Field, value: Any) -> Any:
         return {"#set": [_request_json(q) for q in value]}
     if isinstance(k, (Brokers, Ids)):
         return {"#set": sorted(value)}
-    if isinstance(k, Broker):
-        return NONE if value is None else value
-    if isinstance(k, Maybe):
-        return -1 if value is None else value
+    if isinstance(k, Maybe):  # a broker too
+        return _opt_json(value)
     return value
 
 
+def _opt_json(value: int | None) -> dict[str, list[int]]:
+    """An optional value: a set of at most one member (none: the empty set)."""
+    return {"#set": [] if value is None else [value]}
+
+
 def _request_json(q: Any) -> dict[str, Any]:
-    return {"leaderEpoch": -1 if q.leader_epoch is None else q.leader_epoch, "leader": NONE if q.leader is None else q.leader,
-            "isr": {"#set": sorted(q.isr)}}
+    return {"leaderEpoch": q.leader_epoch, "leader": _opt_json(q.leader), "isr": {"#set": sorted(q.isr)}}
 
 
 def _from_json(f: Field, v: Any) -> Any:
@@ -75,14 +93,12 @@ def _from_json(f: Field, v: Any) -> Any:
     if isinstance(k, RequestsKind):
         if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
             raise TraceError(f"{f.itf} must be a set")
-        reqs = [Request(_int(x["leaderEpoch"]), _opt_int(x["leader"], NONE), _ints(x["isr"])) for x in v["#set"]]
+        reqs = [Request(_int(x["leaderEpoch"]), _opt_int(x["leader"]), _ints(x["isr"])) for x in v["#set"]]
         return tuple(sorted(reqs, key=lambda r: r.leader_epoch))
     if isinstance(k, (Brokers, Ids)):
         return _ints(v)
-    if isinstance(k, Broker):
-        return _opt_int(v, NONE)
-    if isinstance(k, Maybe):
-        return _opt_int(v, -1)
+    if isinstance(k, Maybe):  # a broker too
+        return _opt_int(v)
     if isinstance(k, Count):
         return _int(v)
     raise TraceError(f"no ITF form for {f.name}")
@@ -100,8 +116,16 @@ def _shown(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _opt_int(v: Any, none: Any) -> int | None:
-    return None if v == none else _int(v)
+def _opt_int(v: Any) -> int | None:
+    """An optional value: a set of no member (none) or of one, a number not below 0."""
+    if not isinstance(v, dict) or not isinstance(v.get("#set"), list) or len(v["#set"]) > 1:
+        raise TraceError(f"expected an optional value (a set of at most one integer), found {_shown(v)}")
+    if not v["#set"]:
+        return None
+    value = _int(v["#set"][0])
+    if value < 0:
+        raise TraceError(f"an optional value holds {value}, below 0")
+    return value
 
 
 def _ints(v: Any) -> frozenset[int]:
@@ -140,10 +164,7 @@ def _state_to_itf(ps: Any, config: ModelConfig) -> dict[str, Any]:
         elif key:
             rec = out.setdefault(var, {})
             if var == "quorumState":  # the quorum's leader and epoch are the newest request's
-                q = ps.quorum
-                rec["leaderEpoch"], rec["leader"] = -1 if q.leader_epoch is None else q.leader_epoch, (
-                    NONE if q.leader is None else q.leader
-                )
+                rec["leaderEpoch"], rec["leader"] = _opt_json(ps.quorum.leader_epoch), _opt_json(ps.quorum.leader)
             rec[key] = _to_json(f, getattr(ps, f.name))
         else:
             out[var] = _to_json(f, getattr(ps, f.name))
@@ -185,7 +206,7 @@ def _check_derived(st: dict[str, Any], ps: Any, config: ModelConfig, maps: dict[
     """What the specification stores and the model derives must agree with the fields."""
     q = st.get("quorumState")
     if isinstance(q, dict):
-        if _opt_int(q.get("leaderEpoch"), -1) != ps.quorum.leader_epoch or _opt_int(q.get("leader"), NONE) != ps.quorum.leader:
+        if _opt_int(q.get("leaderEpoch")) != ps.quorum.leader_epoch or _opt_int(q.get("leader")) != ps.quorum.leader:
             raise TraceError("quorumState's leader and epoch are not those of the newest request")
     if "nextLeaderEpoch" in st and _int(st["nextLeaderEpoch"]) != ps.next_leader_epoch:
         raise TraceError("nextLeaderEpoch is not the number of requests sent")
@@ -216,6 +237,7 @@ def to_itf(trace: Trace) -> dict[str, Any]:
             "isrcheck": {
                 "version": trace.written_by,
                 "model_version": trace.model_version,
+                "trace_format": TRACE_FORMAT,
                 "config": trace.config.as_dict(),
                 "property": trace.property_name,
                 "expectation": trace.expectation,
@@ -299,6 +321,7 @@ def _parts(data: Any) -> tuple[dict[str, Any], list[Any]]:
     if version != MODEL_VERSION:
         shown = version if isinstance(version, str) and len(version) <= 40 else _shown(version)
         raise TraceError(f"trace was written by model version {shown}, this isrcheck reads version {MODEL_VERSION}")
+    _check_format(meta.get("trace_format"))
     for key, types in _META.items():
         if key not in meta:
             raise TraceError(f"#meta.isrcheck has no {key}")
@@ -307,6 +330,14 @@ def _parts(data: Any) -> tuple[dict[str, Any], list[Any]]:
     if not isinstance(data["states"], list):
         raise TraceError("states must be a list")
     return meta, data["states"]
+
+
+def _check_format(fmt: Any) -> None:
+    if type(fmt) is int and fmt == TRACE_FORMAT:
+        return
+    shown = "1 (none as \"NONE\" or -1)" if fmt is None else _shown(fmt)
+    raise TraceError(f"trace was written in trace format {shown}, this isrcheck reads trace format {TRACE_FORMAT}: "
+                     "check the model again to write it anew")
 
 
 def _names(types: tuple[type, ...]) -> str:
