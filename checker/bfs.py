@@ -194,6 +194,7 @@ class _Search:
             if max_depth is not None and depth >= max_depth:
                 break
             level_end = st.level_ends[-1]
+            level_start = st.level_ends[-2] if depth > 1 else 0
             i = st.cursor
             while i < level_end:
                 nexts = succ(states[i])
@@ -232,9 +233,8 @@ class _Search:
                         next_checkpoint = time.monotonic() + every
                     if now >= next_report:
                         next_report = now + opts.progress_interval
-                        observer.progress(
-                            Progress(len(states), len(states) - i, depth, generated, now - started)
-                        )
+                        observer.progress(Progress(len(states), len(states) - i, depth, generated, now - started,
+                                                   i - level_start, level_end - level_start))
             st.cursor = i
             st.generated = generated
             if i == level_end and len(states) > level_end:

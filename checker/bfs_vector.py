@@ -134,6 +134,7 @@ class VectorSearch:
         self.generated_at_level_end = 0  # what a checkpoint saves: a resume redoes the level it was in
         self.full_states = 0
         self.stop = ""
+        self.started, self.next_report = time.monotonic(), float("inf")  # set again by run
         self.resumed, self.saver = saving.vector(kernel.words, kernel.action_dtype) if saving else (None, None)
 
     # ---- one chunk, in a worker thread ----------------------------------------------------
@@ -184,7 +185,20 @@ class VectorSearch:
                 for f in futures:
                     f.cancel()
                 return None
+            self._report(len(parts) * self.chunk)
         return parts
+
+    def _report(self, done: int | None = None) -> None:
+        """Progress, at most every progress_interval: between a level's chunks (``done``: the
+        frontier's states expanded so far) and at a level's end (None: the new frontier whole)."""
+        now = time.monotonic()
+        if now < self.next_report:
+            return
+        self.next_report = now + self.options.progress_interval
+        size = self.frontier.shape[1]
+        done = None if done is None else min(done, size)
+        self.observer.progress(Progress(self.states, size - (done or 0), len(self.keys), self.generated,
+                                        now - self.started, done, None if done is None else size))
 
     def _reserve(self, parts: list[_New], chunks: int) -> int:
         """Memory the search may take before it next looks: the chunks still to run (at most
@@ -245,8 +259,9 @@ class VectorSearch:
 
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
-        opts, observer, kernel = self.options, self.observer, self.kernel
+        opts, kernel = self.options, self.kernel
         started = time.monotonic() - (self.resumed.elapsed if self.resumed else 0.0)
+        self.started, self.next_report = started, started + opts.progress_interval
         limits = Limits(opts, started)
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         exhausted = False
@@ -259,7 +274,6 @@ class VectorSearch:
             self.generated = n = init.shape[1]
             self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
             self._save(started)
-        next_report = started + opts.progress_interval
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
             while not exhausted and (opts.explore_all or self.pending):
@@ -276,12 +290,7 @@ class VectorSearch:
                 self._save(started)
                 if self.stop:
                     break
-                now = time.monotonic()
-                if now >= next_report:
-                    next_report = now + opts.progress_interval
-                    observer.progress(
-                        Progress(self.states, self.keys[-1].shape[1], len(self.keys), self.generated, now - started)
-                    )
+                self._report()
         finally:
             if pool:
                 pool.shutdown(cancel_futures=True)

@@ -37,6 +37,10 @@ class Progress:
     depth: int
     generated: int
     seconds: float
+    # how far into the level being expanded, where the engine knows (the scalar BFS, the vector
+    # BFS between chunks): states expanded of level_size; None elsewhere (no estimate is shown)
+    level_done: int | None = None
+    level_size: int | None = None
 
     @property
     def states_per_second(self) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,12 +19,15 @@ from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES
 from isrcheck.properties import NAMES, UnknownProperty
 
-from . import graph_files, kafka_config, report
-from .common import (MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs, UsageFailure,
-                     available_cores, exit_code)
+from . import colors, graph_files, kafka_config, report
+from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
+                     UsageFailure, available_cores, color_option, exit_code, wants_color)
 from .runner import CheckOutcome, CheckRun, run_check
 from .units import parse_duration, parse_size, whole_number
 
+ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "symbolic, bounded model checking "
+                "and proofs", "spark": "breadth-first search on a Spark cluster",
+                "simulate": "random walks, quick to find a violation, proving nothing"}
 # CLI option name for each feature field, for the --core conflict message.
 FEATURE_OPTIONS = {knob.field: knob.option.split("/")[0] for knob in FEATURES}
 
@@ -212,7 +216,8 @@ def feature_options(command):
                    "alone).")
 @click.option("--property", "properties", multiple=True, metavar="NAME",
               help=f"Property to check (repeatable) [default: all that apply]: {', '.join(NAMES)}.")
-@click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="bfs", show_default=True,
+              help="; ".join(f"{name}: {ENGINE_WORDS[name]}" for name in ENGINES if name in ENGINE_WORDS) + ".")
 @click.option("--prove", type=click.Choice(["none", "induction", "spacer"]), default=None,
               help="--engine z3: after BMC, try a proof for every depth [default: induction].")
 @click.option("--prove-timeout", callback=_duration, metavar="DURATION",
@@ -237,7 +242,8 @@ def feature_options(command):
 @click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out"),
               show_default=True, help="Where counterexamples and witnesses are saved (ITF JSON); checked "
                                       "before the search: it must be a folder that can be created or written.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the report in words; json: the same answer for tools (report_version says its shape).")
 @click.option("--junit", "junit_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write a JUnit XML report: one test case per property (replaced atomically; a symbolic "
                    "link is followed, a device or FIFO refused).")
@@ -262,7 +268,10 @@ def feature_options(command):
               help="Longest time between checkpoints inside a level (bfs; --engine spark saves at level ends).")
 @click.option("--resume", "resume_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Continue the search saved in this folder (same options as the run that saved it).")
-@click.option("--progress/--no-progress", default=None, help="Progress lines on stderr [default: on a terminal].")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress on stderr: redrawn in place on a terminal, a line per report otherwise [default: on "
+                   "a terminal].")
+@color_option
 @click.option("--view", is_flag=True,
               help="After the report, show each violated property's trace step by step (as view-trace does).")
 def main(**params) -> int:
@@ -280,13 +289,17 @@ def main(**params) -> int:
     if run.engine == "bfs" and run.engine_args["workers"] is None:
         run.engine_args["workers"] = min(available_cores(), MAX_WORKERS)
     try:
-        with CliObserver(params["progress"], report.header(run.config)) as observer:
+        with CliObserver(params["progress"], report.header(run.config), live=True, color=params["color"]) as observer:
+            if observer.live:
+                run.options = replace(run.options, progress_interval=LIVE_INTERVAL)
             outcome = run_check(run, observer)
     except (UnknownProperty, CheckpointError, ConfigError) as e:
         raise UsageFailure(str(e)) from None
     except (OSError, FileProblem) as e:  # a checkpoint that could not be written, descriptors run out
         raise UsageFailure(f"the check stopped, nothing decided: {stopped_by(e, run)}") from None
-    click.echo(report.render_json(outcome) if params["fmt"] == "json" else report.render_text(outcome))
+    paint = params["fmt"] == "text" and wants_color(sys.stdout, params["color"])
+    click.echo(report.render_json(outcome) if params["fmt"] == "json" else colors.report_text(outcome, paint),
+               color=paint)
     outputs = write_outputs(outcome, params["junit_file"])
     if params["graph_file"] is not None:
         graph_out(outputs, outcome, params["graph_file"])
@@ -296,7 +309,7 @@ def main(**params) -> int:
         for trace in outcome.traces.values():
             if trace.is_counterexample:  # the JSON report keeps stdout; the views then go to stderr
                 click.echo("", err=params["fmt"] == "json")
-                show_text(trace, err=params["fmt"] == "json")
+                show_text(trace, color=params["color"], err=params["fmt"] == "json")
     outputs.finish()
     return exit_code(outcome.result)
 

@@ -8,6 +8,7 @@ not run); 2 the suite file is malformed (one line: file, line, what is allowed);
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from isrcheck import __version__
 from isrcheck.files import FileProblem, check_output_dir, check_output_file
 
 from . import junit, tradeoff
+from .colors import paint_tag
 from .common import (FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, Outputs,
-                     UsageFailure, available_cores)
+                     UsageFailure, available_cores, color_option, wants_color)
 from .suite import Suite, SuiteCheck, load_suite
 from .suite_run import CheckReport, Judgement, SuiteRunner, judge, trace_folders
 
@@ -156,8 +158,9 @@ def list_lines(suite: Suite) -> list[str]:
 @click.option("--list", "list_only", is_flag=True, help="Validate the suite and list its checks; run nothing.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress lines on stderr for checks run in this process (--jobs 1, Spark) [default: on a terminal].")
+@color_option
 def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir: Path, report_file: Path | None,
-         markdown: bool, list_only: bool, progress: bool | None) -> int:
+         markdown: bool, list_only: bool, progress: bool | None, color: bool | None) -> int:
     """Run a suite of checks with expected verdicts; exit 0 all met, 1 not met, 2 bad suite, 3 interrupted.
     Every output path is checked before the first check runs; a file that still cannot be
     written afterwards is named on stderr, after every verdict, with exit 2."""
@@ -172,11 +175,13 @@ def main(suite_file: Path, jobs: int | None, junit_file: Path | None, trace_dir:
     jobs = jobs or min(available_cores(), MAX_WORKERS)
     width = len(str(len(suite.checks)))
     finished: list[str] = []
+    paint = wants_color(sys.stderr if err else sys.stdout, color)  # each check's tag: PASS green, FAIL red
 
     def on_done(check: SuiteCheck, rep: CheckReport) -> None:
         finished.append(check.name)
         line = check_line(check, rep, judge(check, rep))
-        click.echo(f"[{len(finished):>{width}}/{len(suite.checks)}] {line}", err=err)
+        click.echo(f"[{len(finished):>{width}}/{len(suite.checks)}] {paint_tag(line) if paint else line}", err=err,
+                   color=paint)
 
     started = time.monotonic()
     runner = SuiteRunner(list(suite.checks), folders, jobs, on_done, progress)

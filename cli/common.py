@@ -65,17 +65,65 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-class CliObserver(Observer):
-    """Progress on stderr when it is a terminal; the first Ctrl-C asks for a clean stop."""
+def wants_color(stream: Any = None, flag: bool | None = None) -> bool:
+    """Whether to write colour to ``stream`` (stdout when None): --color/--no-color (``flag``)
+    when given; otherwise on a terminal, unless NO_COLOR is set to anything but the empty word
+    (https://no-color.org). The one rule of every command."""
+    if flag is not None:
+        return flag
+    stream = sys.stdout if stream is None else stream
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        terminal = False
+    return terminal and not os.environ.get("NO_COLOR")
 
-    def __init__(self, show_progress: bool | None = None, header: list[str] | None = None) -> None:
+
+COLOR_HELP = "Colour [default: on a terminal, unless NO_COLOR is set]."
+
+
+def color_option(command: Any) -> Any:
+    """The --color/--no-color option of every command: its ``color`` parameter is True, False,
+    or None for ``wants_color``'s default (a terminal, and no NO_COLOR)."""
+    return click.option("--color/--no-color", "color", default=None, help=COLOR_HELP)(command)
+
+
+LIVE_INTERVAL = 0.5  # seconds between the engines' reports while the live display shows them
+STOPPING = "  ... stopping at the next clean point (Ctrl-C again to abort)"
+
+
+class CliObserver(Observer):
+    """Progress on stderr when it is a terminal (or ``show_progress``); the first Ctrl-C asks
+    for a clean stop, the second aborts.
+
+    With ``live`` (check-model) and stderr a terminal, progress is a display redrawn in place
+    (``live.LiveProgress``; ``color`` as ``wants_color`` decides); otherwise, or on a dumb
+    terminal, one plain line per report. The display is stopped when the ``with`` block ends,
+    however it ends, so that nothing printed after it is garbled."""
+
+    def __init__(self, show_progress: bool | None = None, header: list[str] | None = None, *,
+                 live: bool = False, color: bool | None = None) -> None:
         super().__init__()
-        self.show_progress = sys.stderr.isatty() if show_progress is None else show_progress
+        terminal = sys.stderr.isatty()
+        self.show_progress = terminal if show_progress is None else show_progress
         self._previous = None
         self._header = header or []  # what is checked: said once, before the first progress line
+        self._display = None
+        if live and self.show_progress and terminal:
+            from .live import LiveProgress, live_console
+
+            console = live_console(wants_color(sys.stderr, color))
+            self._display = LiveProgress(console, self._header) if console is not None else None
+
+    @property
+    def live(self) -> bool:
+        """Whether progress is the live display (the engines then report every LIVE_INTERVAL)."""
+        return self._display is not None
 
     def progress(self, info: Progress) -> None:
-        if self.show_progress:
+        if self._display is not None:
+            self._display.update(info)
+        elif self.show_progress:
             for line in self._header:
                 click.echo(line, err=True)
             self._header = []
@@ -86,13 +134,20 @@ class CliObserver(Observer):
             if self.stop_reason:
                 raise KeyboardInterrupt
             self.request_stop("interrupted")
-            click.echo("  ... stopping at the next clean point (Ctrl-C again to abort)", err=True)
+            if self._display is not None and self._display.live is not None:
+                self._display.say(STOPPING)  # no output from here: the next redraw shows it
+            else:
+                click.echo(STOPPING, err=True)
 
         self._previous = signal.signal(signal.SIGINT, handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        try:
+            if self._display is not None:
+                self._display.stop()
+        finally:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def available_cores() -> int:

@@ -9,7 +9,6 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -22,17 +21,9 @@ from isrcheck.traces import Trace, TraceError, itf
 from isrcheck.traces.view_data import build_view, load_checked
 from isrcheck.traces.view_text import render_text
 
-from .common import OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
+from .common import OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure, color_option, wants_color
 
 DEFAULT_WIDTH = 100
-
-
-def wants_color(flag: bool | None, stream=None) -> bool:
-    """--color/--no-color when given; otherwise colour on a terminal unless NO_COLOR is set."""
-    if flag is not None:
-        return flag
-    stream = stream or sys.stdout
-    return stream.isatty() and not os.environ.get("NO_COLOR")
 
 
 def terminal_width(width: int | None, stream=None) -> int:
@@ -46,7 +37,7 @@ def show_text(trace: Trace, *, color: bool | None = None, width: int | None = No
               changed_only: bool = False, err: bool = False) -> None:
     """Print the terminal view of a checked trace (also used by ``check-model --view``)."""
     stream = sys.stderr if err else sys.stdout
-    use_color = wants_color(color, stream)
+    use_color = wants_color(stream, color)
     text = render_text(build_view(trace), color=use_color, width=terminal_width(width, stream),
                        changed_only=changed_only)
     click.echo(text, err=err, color=use_color, nl=False)
@@ -74,7 +65,7 @@ def check_page_path(out: Path) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: the step-by-step view; json: the trace as normalised ITF JSON.")
 @click.option("--changed-only", is_flag=True, help="After the initial state, show only what each step changed.")
-@click.option("--color/--no-color", default=None, help="Colour [default: on a terminal, unless NO_COLOR is set].")
+@color_option
 @click.option("--width", type=AsciiInt(60, 400), default=None,
               help=f"Text width [default: the terminal's, {DEFAULT_WIDTH} when piped].")
 def main(file: Path, html_out: Path | None, fmt: str, changed_only: bool, color: bool | None,
