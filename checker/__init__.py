@@ -8,7 +8,7 @@ from .bfs import BfsEngine, SearchState
 from .engine import CheckOptions, Engine, Observer, Progress, SearchModel
 from .result import CheckResult, Path, PropertyResult, Stats
 
-ENGINES = ("bfs", "z3", "spark")
+ENGINES = ("bfs", "z3", "spark", "simulate")
 
 
 class EngineUnavailable(ConfigError):
@@ -16,7 +16,7 @@ class EngineUnavailable(ConfigError):
 
 
 def get_engine(name: str, **engine_args) -> Engine:
-    """The engine of that name; z3 and spark are imported only when asked for."""
+    """The engine of that name; z3, spark and simulate (Hypothesis) are imported only when asked for."""
     if name == "bfs":
         return BfsEngine(**engine_args)
     if name == "z3":
@@ -30,6 +30,10 @@ def get_engine(name: str, **engine_args) -> Engine:
         from .spark_engine import SparkEngine
 
         return SparkEngine(**engine_args)
+    if name == "simulate":
+        from .simulate import SimulateEngine
+
+        return SimulateEngine(**engine_args)
     raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
 
 

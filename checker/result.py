@@ -99,6 +99,7 @@ class CheckResult:
     replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
     search_note: str = ""  # what holds for every verdict (a fingerprint collision estimate); also each one's note
     graph: Any = None  # the explored state graph (checker.graph.StateGraph), when kept
+    coverage: Any = None  # what a simulation exercised (checker.simulate.SimulationCoverage)
 
     def by_name(self, name: str) -> PropertyResult:
         for p in self.properties:

@@ -1,0 +1,140 @@
+"""--engine simulate: random walks agree with breadth-first search, and their traces are short.
+
+Expected outcomes, written down before the runs: a walk only ever reports what is true of
+a reachable state, so every property a simulation decides, BFS decides the same way; the
+known violations below are found within a few thousand walks at these bounds; a shrunk
+counterexample is never shorter than BFS's shortest (BFS is exhaustive) and, the issue's
+bar, at most two states longer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isrcheck.checker import CheckOptions, get_engine
+from isrcheck.checker.shrink import Replayer, shortcuts, without_cycles
+from isrcheck.checker.result import Path
+from isrcheck.cli.runner import CheckRun, run_check
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.properties import select, verdict
+from isrcheck.traces.view_data import load_checked
+
+from .clitools import run_cli
+from .conftest import run_bfs
+
+# (configuration, the known violations a simulation must find in WALKS walks)
+KNOWN = [
+    (ModelConfig(rf=2, protocol="hw-truncation", core=True), {"weak-isr", "strong-isr"}),  # the KIP-101 loss
+    (ModelConfig(rf=2, protocol="kip-101", core=True), {"weak-isr", "strong-isr"}),  # KIP-279's case
+    (ModelConfig(rf=3, min_isr=1, acks="1"), {"acked-survive"}),
+    (ModelConfig(rf=2, min_isr=2, unclean_election=True, kafka_version="3.6"), {"committed-survive", "strong-isr"}),
+    (ModelConfig(rf=2, kafka_version="2.1"), {"acked-survive", "weak-isr", "strong-isr"}),
+]
+WALKS = 3000
+
+
+def _decided(result) -> dict[str, tuple[str, int]]:
+    return {p.name: (p.status, p.trace_length) for p in result.properties if p.path is not None}
+
+
+@pytest.mark.parametrize("config,known", KNOWN, ids=lambda x: x.summary()[:60] if isinstance(x, ModelConfig) else "")
+def test_simulation_agrees_with_bfs_and_shrinks_to_within_two_states(config, known):
+    model = ReplicationModel(config)
+    bfs = _decided(run_bfs(config, symmetry=True))
+    sim = get_engine("simulate", seed=1, walks=WALKS).check(model, select(config, None, "simulate"), CheckOptions())
+    found = _decided(sim)
+    assert known <= set(found), f"not found: {known - set(found)}"
+    for name, (status, length) in found.items():
+        assert bfs[name][0] == status, name  # never a verdict BFS does not give
+        assert bfs[name][1] <= length <= bfs[name][1] + 2, (name, bfs[name][1], length)
+    assert not sim.complete or set(found) == {p.name for p in sim.properties}
+
+
+def test_every_simulated_trace_is_saved_and_replays_against_the_model(tmp_path):
+    config = ModelConfig(rf=3, min_isr=1, acks="1", max_records=1)
+    outcome = run_check(CheckRun(config, "simulate", (), CheckOptions(), tmp_path,
+                                 engine_args={"seed": 7, "walks": 500}))
+    assert outcome.trace_files and set(outcome.trace_files) == set(_decided(outcome.result))
+    for name, file in outcome.trace_files.items():
+        trace = load_checked(file)  # replayed step by step on the model
+        assert trace.property_name == name and len(trace.steps) == outcome.result.by_name(name).trace_length
+
+
+def test_the_same_seed_takes_the_same_walks_and_another_seed_others():
+    config = ModelConfig(rf=3, min_isr=1, acks="1", max_records=1)
+    model, props = ReplicationModel(config), select(config, ["acked-survive", "committed-survive"], "simulate")
+
+    def run(seed):
+        r = get_engine("simulate", seed=seed, walks=200).check(model, props, CheckOptions())
+        return r.coverage.distinct, r.coverage.steps, {p.name: p.path for p in r.properties}
+
+    assert run(3) == run(3)
+    assert run(3)[:2] != run(4)[:2]
+
+
+def test_a_shrunk_counterexample_is_kept_and_tried_first_by_the_next_run(tmp_path):
+    config = ModelConfig(rf=3, min_isr=1, acks="1", max_records=1)
+    args = {"seed": 2, "walks": 300, "database": tmp_path / "hypothesis"}
+    model, props = ReplicationModel(config), select(config, ["acked-survive"], "simulate")
+    first = get_engine("simulate", **args).check(model, props, CheckOptions())
+    again = get_engine("simulate", **{**args, "seed": 99}).check(model, props, CheckOptions())
+    assert again.coverage.from_database == ["acked-survive"] and again.coverage.walks == 0
+    assert again.by_name("acked-survive").path == first.by_name("acked-survive").path
+
+
+def test_coverage_counts_every_step_and_swarm_walks_leave_families_out():
+    config = ModelConfig(rf=3, min_isr=2, max_records=1)
+    model = ReplicationModel(config)
+    props = select(config, ["record-committed", "committed-survive"], "simulate")
+    plain = get_engine("simulate", seed=5, walks=200).check(model, props, CheckOptions())
+    swarm = get_engine("simulate", seed=5, walks=200, swarm=True).check(model, props, CheckOptions())
+    for r in (plain, swarm):
+        c = r.coverage
+        assert sum(c.families.values()) == sum(c.fired.values()) == c.steps
+        assert sum(c.lengths.values()) == c.walks == 200
+        assert c.distinct <= c.steps + 1 and c.guards["record-committed"] > 0
+    assert plain.coverage.fired != swarm.coverage.fired
+
+
+def test_detours_and_cycles_are_cut_and_the_end_kept():
+    config = ModelConfig(rf=2, protocol="hw-truncation", core=True)
+    model = ReplicationModel(config)
+    s0 = model.init_states()[0]
+    a, s1 = model.successors(s0)[0]
+    b, back = next((b, t) for b, t in model.successors(s1) if t != s1)
+    cycle = Path((s0, s1, s0, s1, back), (a, *(x for x in [next(c for c, t in model.successors(s1) if t == s0)]), a, b)) \
+        if any(t == s0 for _, t in model.successors(s1)) else Path((s0, s1, back), (a, b))
+    cut = without_cycles(cycle)
+    assert cut.states[-1] == back and len(set(cut.states)) == len(cut.states)
+    short = shortcuts(model, cut, lambda s: s == back)
+    assert short.states[-1] == back and len(short) <= len(cut)
+    assert Replayer(model, lambda s: s == back).path(list(short.actions)) == short
+
+
+def test_check_model_simulate_exit_codes_and_report(tmp_path):
+    found = run_cli("check-model", "--engine", "simulate", "--acks", "1", "--max-records", "1", "--walks", "300",
+                    "--property", "acked-survive", "--trace-dir", str(tmp_path), "--format", "json")
+    assert found.returncode == 1, found.stderr  # a counterexample is final
+    report = json.loads(found.stdout)
+    assert report["engine"] == "simulate" and report["simulation"]["walks"] >= 1
+    assert report["properties"][0]["status"] == "violated"
+    unbroken = run_cli("check-model", "--engine", "simulate", "--max-records", "1", "--walks", "50",
+                       "--property", "committed-survive", "--trace-dir", str(tmp_path))
+    assert unbroken.returncode == 3, unbroken.stderr  # a simulation proves nothing
+    assert "no violation in 50 random walks" in unbroken.stdout
+    assert "none of 50 random walks broke these, which proves nothing" in unbroken.stdout
+    wrong = run_cli("check-model", "--seed", "3", "--trace-dir", str(tmp_path))
+    assert wrong.returncode == 2 and wrong.stderr.strip() == "check-model: error: --seed needs --engine simulate"
+
+
+def test_simulation_finds_an_acks_1_loss_at_rf_5_and_shrinks_it_to_the_rf_3_length(tmp_path):
+    """Far past exhaustive search (rf 5, three records, epochs to 4, two crashes), the loss that
+    acks=1 allows is found at once and shrunk to BFS's rf 3 length (6 states)."""
+    config = ModelConfig(rf=5, max_records=3, max_leader_epoch=4, crashes=2, acks="1")
+    model = ReplicationModel(config)
+    r = get_engine("simulate", seed=0, walks=2000).check(model, select(config, ["acked-survive"], "simulate"),
+                                                          CheckOptions(time_limit=60))
+    p = r.by_name("acked-survive")
+    assert verdict.broken(p, p.status) and p.trace_length <= 6 + 2
