@@ -12,6 +12,7 @@ that did not finish (the frontier may move).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ from isrcheck.model.config import ACKS
 from isrcheck.properties import BY_NAME
 
 from . import frontier as fr
-from .advise_report import BY_KEY, GUARANTEES, NOT_MODELLED, Advice, Guarantee, header, json_advice, short, text_advice
+from .advise_report import (BY_KEY, GUARANTEES, NOT_MODELLED, Advice, Guarantee, header, json_advice, plain, short,
+                            text_advice)
 from .check_model import _duration
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
-from .common import available_cores
+from .common import available_cores, color_option, wants_color
 from .runner import CheckRun
 from .suite import SuiteCheck
 from .suite_run import CheckReport, SuiteRunner, trace_folders
@@ -123,9 +125,10 @@ def _valid(base: ModelConfig):
               help="The advice as text, or as JSON on stdout.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="A line on stderr as each configuration's check ends.")
+@color_option
 def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_version: str, rfs: tuple[int, ...],
          guarantees: tuple[str, ...], max_records: int, max_leader_epoch: int, jobs: int | None,
-         time_limit: float | None, trace_dir: Path, fmt: str, progress: bool) -> int:
+         time_limit: float | None, trace_dir: Path, fmt: str, progress: bool, color: bool | None) -> int:
     """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
     the cheapest settings that keep it and the trace that rules out each cheaper one; exit 0 some
     setting keeps every guarantee, 1 none does, 2 usage, 3 incomplete."""
@@ -156,10 +159,21 @@ def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_ve
     reports = runner.run()
     advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},
                     time.monotonic() - started, runner.interrupted)
-    click.echo(json.dumps(json_advice(advice), indent=2) if fmt == "json" else text_advice(advice))
+    if fmt == "json":
+        click.echo(json.dumps(json_advice(advice), indent=2))
+    else:
+        colored = wants_color(sys.stdout, color)
+        click.echo(text_advice(advice, _paint if colored else plain), color=colored)
     if advice.interrupted or advice.incomplete:
         return INCOMPLETE
     return OK if advice.recommended else FAILED
+
+
+STYLES = {"heading": {"bold": True}, "good": {"fg": "green"}, "bad": {"fg": "red"}}
+
+
+def _paint(text: str, kind: str) -> str:
+    return click.style(text, **STYLES[kind])
 
 
 if __name__ == "__main__":  # pragma: no cover

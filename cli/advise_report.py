@@ -118,21 +118,26 @@ def _trace(r: dict[str, Any]) -> str:
     return f" ({r['trace_length']} states, trace {r['trace_file']})" if r["trace_file"] else ""
 
 
-def _guarantee_lines(a: Advice, g: Guarantee) -> list[str]:
+def plain(text: str, kind: str) -> str:  # noqa: ARG001 - the paint of an uncoloured report
+    return text
+
+
+def _guarantee_lines(a: Advice, g: Guarantee, paint=plain) -> list[str]:
     f = a.frontier(g)
-    lines = [f"{g.words} ({g.property})"]
+    lines = [paint(f"{g.words} ({g.property})", "heading")]
     if not f.edge:
         lines.append("  no setting swept keeps it:")
         for p in fr.most_durable(list(a.sweep.points)):
             if a.kept(g, p) is False:
-                lines.append(f"    {a.sweep.words(p)}: {a.reason(g, p)['says']}{_trace(a.reason(g, p))}")
+                lines.append(f"    {a.sweep.words(p)}: {paint(a.reason(g, p)['says'], 'bad')}{_trace(a.reason(g, p))}")
         return lines
     lines.append(f"  {'cheapest' if g.durable else 'most durable'} settings that keep it:")
-    lines += [f"    {a.sweep.words(p)}" for p in f.edge]
+    lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in f.edge]
     beyond = list(dict.fromkeys(n for _, n in f.ruled_out))
     if beyond:
         lines.append(f"  ruled out, one step {'cheaper' if g.durable else 'more durable'}:")
-        lines += [f"    {a.sweep.words(n)}: {a.reason(g, n)['says']}{_trace(a.reason(g, n))}" for n in beyond]
+        lines += [f"    {a.sweep.words(n)}: {paint(a.reason(g, n)['says'], 'bad')}{_trace(a.reason(g, n))}"
+                  for n in beyond]
     if f.unknown:
         lines.append(f"  not known (the check did not finish): {'; '.join(a.sweep.words(p) for p in f.unknown)}")
     return lines
@@ -147,14 +152,16 @@ def verdict_text(a: Advice) -> str:
     return f"{lead}, no setting swept keeps all of ({what}) at once."
 
 
-def text_advice(a: Advice) -> str:
+def text_advice(a: Advice, paint=plain) -> str:
+    """The advice as text; ``paint(text, kind)`` colours the headings, the frontiers (good) and
+    the reasons that rule settings out (bad)."""
     lines: list[str] = []
     for g in a.wanted:
-        lines += _guarantee_lines(a, g) + [""]
+        lines += _guarantee_lines(a, g, paint) + [""]
     lines += [f"not checked: no duplicates: {NOT_MODELLED['no-duplicates']}", ""]
     lines.append("every guarantee above at once: " + ("the cheapest settings that keep them all:" if a.recommended
                                                       else "no setting swept keeps them all"))
-    lines += [f"    {a.sweep.words(p)}" for p in a.recommended]
+    lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in a.recommended]
     state = " (interrupted: the frontier may move)" if a.interrupted else (
         " (some checks did not finish: the frontier may move)" if a.incomplete else "")
     lines.append(f"{len(a.sweep.points)} configurations checked in {a.seconds:.1f} s{state}; bounds: max-records "

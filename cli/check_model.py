@@ -23,6 +23,7 @@ from . import colors, graph_files, kafka_config, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
                      UsageFailure, available_cores, color_option, exit_code, wants_color)
 from .runner import CheckOutcome, CheckRun, run_check
+from .simulate_options import simulate_engine_args, simulate_options
 from .units import parse_duration, parse_size, whole_number
 
 ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "symbolic, bounded model checking "
@@ -70,6 +71,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     if "kernel" in explicit and params["engine"] not in ("bfs", "spark"):
         raise UsageFailure(f"--kernel applies to --engine bfs and spark, not {params['engine']}")
     engine_args.update(spark_engine_args(params, explicit))
+    engine_args.update(simulate_engine_args(params, explicit))
     workers = params.get("workers")
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise UsageFailure(f"--workers {workers}: must be at least 1" if workers < 1 else
@@ -228,6 +230,7 @@ def feature_options(command):
 @click.option("--spark-partitions", type=AsciiInt(), default=None, metavar="N",
               help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
+@simulate_options
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
               help="Successor kernel of --engine bfs and spark: vector (NumPy, a level or a Spark partition at "
                    "a time) where it applies, that is without checkpoints and within its table and key bounds; "

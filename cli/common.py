@@ -1,9 +1,10 @@
 """What every command shares: the exit-code policy and one-line usage errors.
 
 Exit codes (a contract): 0 every checked property holds within the bounds (or every
-suite expectation is met); 1 a property is violated (or an expectation is not
-met); 2 usage or configuration error, one line on stderr; 3 incomplete
-(interrupted, out of time or memory), with what was explored so far.
+suite expectation is met); 1 a property is violated, even by a run that stopped early
+or a simulation (or an expectation is not met); 2 usage or configuration error, one
+line on stderr; 3 incomplete (interrupted, out of time or memory, a simulation that
+broke nothing), with what was explored so far.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ MAX_WORKERS = 256  # BFS workers and suite jobs: processes or threads, far beyon
 
 
 def exit_code(result: CheckResult) -> int:
-    """1 when a property's verdict is not the one a build wants (``verdict.good``)."""
+    """1 when a property's verdict is not the one a build wants (``verdict.good``); a
+    counterexample is final, so a run that found one is 1 even when it stopped early (a
+    simulation, a time limit); 3 when it stopped early otherwise."""
+    if any(verdict.broken(p, p.status) for p in result.properties):
+        return FAILED
     if not result.complete:
         return INCOMPLETE
     return OK if all(verdict.good(BY_NAME.get(p.name, p), p.status) for p in result.properties) else FAILED

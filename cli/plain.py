@@ -48,6 +48,8 @@ def sentence(outcome: CheckOutcome, name: str) -> str:
     p = outcome.result.by_name(name)
     good, bad = SENTENCES.get(name, (f"{name} holds", f"{name} fails"))
     said = verdict.outcome(p, p.status)
+    if said == "unknown" and outcome.result.coverage is not None:
+        return good if verdict.always(p) else f"whether {good or name + ' happens'} is not known (no walk saw it)"
     if said == "unknown":
         depth = searched_depth(outcome, name)
         if verdict.always(p) and depth:
@@ -85,5 +87,12 @@ def paragraph(outcome: CheckOutcome) -> str:
         f"Kafka {config.kafka_version}, {in_kafka_words(config)}, {faults(config)}")
     props = outcome.result.properties
     bad = [p for p in props if not verdict.good(BY_NAME.get(p.name, p), p.status)]  # the findings first
-    said = "; ".join(s for s in (sentence(outcome, p.name) for p in bad + [p for p in props if p not in bad]) if s)
+    walked = outcome.result.coverage
+    unbroken = [p for p in bad if walked is not None and p.status == "unknown" and verdict.always(p)]
+    bad = [p for p in bad if p not in unbroken]
+    said = "; ".join(s for s in (sentence(outcome, p.name) for p in bad + [p for p in props if p not in bad + unbroken])
+                     if s)
+    if unbroken:  # a simulation: what no walk broke, said once as unproved
+        said += ("; " if said else "") + f"none of {walked.walks:,} random walks broke these, which proves " \
+            f"nothing: {'; '.join(sentence(outcome, p.name) for p in unbroken)}"
     return f"In plain words, with {settings}, within the bounds checked: {said or 'nothing goes wrong'}."

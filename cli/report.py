@@ -99,6 +99,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         ],
         "verdict_text": plain.paragraph(outcome) if r.properties else "",
         "bounds": bounds(outcome),
+        **({"simulation": r.coverage.as_dict()} if r.coverage is not None else {}),
     }
 
 
@@ -128,8 +129,10 @@ def status_words(outcome: CheckOutcome, name: str, shared_note: str = "") -> str
         return f"never happens within bounds: {plain.SENTENCES[name][1]}"
     if said == "never":
         return "NEVER HAPPENS within bounds (vacuous)"
-    depth = plain.searched_depth(outcome, name)
     seen = "no violation" if verdict.always(p) else "not seen"
+    if outcome.result.coverage is not None:
+        return f"unknown: {seen} in {outcome.result.coverage.walks:,} random walks (a simulation proves nothing)"
+    depth = plain.searched_depth(outcome, name)
     reach = f"{seen} up to depth {depth}, " if depth else ""
     return f"unknown: {reach}search incomplete" + (f" ({p.note})" if p.note else "")
 
@@ -160,7 +163,9 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
             lines.append("")
             lines.extend(p.proof["cti"].splitlines())
     full = f" ({s.full_states:,} before symmetry reduction)" if s.full_states is not None else ""
-    if r.engine == "z3":  # symbolic: no states are enumerated
+    if r.coverage is not None:
+        lines.extend(simulation_lines(r))
+    elif r.engine == "z3":  # symbolic: no states are enumerated
         lines.append(f"symbolic: BMC checked every path up to depth {s.depth}, {s.seconds:.2f} s, "
                      f"peak memory {s.peak_memory / 2**20:,.0f} MiB")
     else:
@@ -170,7 +175,10 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         )
     if shared:
         lines.append(shared)
-    if r.complete:
+    if r.coverage is not None:
+        lines.append(f"{'decided every property' if r.complete else 'INCOMPLETE (' + r.stop_reason + ')'}; "
+                     f"bounds: {bounds_words(outcome)}")
+    elif r.complete:
         scope = "the whole bounded space" if r.exhausted else "until every property was decided"
         lines.append(f"searched {scope}; bounds: {bounds_words(outcome)}")
     else:
@@ -181,6 +189,27 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     if r.properties:
         lines.append(plain.paragraph(outcome))
     return "\n".join(lines)
+
+
+def simulation_lines(r) -> list[str]:
+    """What the walks did and saw: the answer to "no violation, after doing what?"."""
+    c, s = r.coverage, r.stats
+    distinct = f"{'at least ' if c.distinct_capped else ''}{c.distinct:,}"
+    rate = c.steps / c.walk_seconds if c.walk_seconds else 0
+    lines = [f"simulation: {c.walks:,} walks, {c.steps:,} steps, {distinct} distinct states, longest walk {s.depth} "
+             f"states, {s.seconds:.2f} s ({c.walk_seconds:.2f} s walking, {rate:,.0f} steps/s; the rest shrinking), "
+             f"peak memory {s.peak_memory / 2**20:,.0f} MiB"]
+    lines.append("  actions taken: " + (", ".join(f"{name} {n:,}" for name, n in c.families.most_common()) or "none"))
+    never = [p.name for p in r.properties if p.expectation == "sometimes" and not c.guards.get(p.name)]
+    if c.guards or never:
+        seen = [f"{name} in {n:,} states" for name, n in c.guards.most_common()] + [f"{name} never" for name in never]
+        lines.append("  guards reached: " + ", ".join(seen))
+    for name, found in c.found_after.items():
+        lines.append(f"  {name}: found after {found:.2f} s in a walk of {c.found_length[name]} states, "
+                     f"shrunk to {r.by_name(name).trace_length} states by {c.shrunk_after[name]:.2f} s")
+    if c.from_database:
+        lines.append(f"  decided by walks saved by an earlier run: {', '.join(c.from_database)}")
+    return lines
 
 
 def explain_lines(outcome: CheckOutcome, name: str) -> list[str]:

@@ -58,6 +58,7 @@ COMMAND_LINE_ONLY = {
     "config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
     "topic-config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
     "version": "check-suite --version says the version",
+    "color": "use check-suite --color or --no-color",
 }
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"

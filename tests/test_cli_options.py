@@ -21,7 +21,7 @@ from isrcheck.cli.common import wants_color
 
 ROOT = Path(__file__).resolve().parent.parent
 COLOR = re.compile(r"\x1b\[[0-9;]*m")
-COLOURED = ("check-model", "check-suite", "view-trace")  # the commands that write colour
+COLOURED = ("advise-config", "check-model", "check-suite", "view-trace")  # the commands that write colour
 
 
 def commands() -> dict[str, click.Command]:

@@ -1,0 +1,47 @@
+"""check-model's options for ``--engine simulate``: --seed, --walks, --swarm.
+
+The walk length is ``--max-depth`` (states, the initial one included; 100 when not
+given) and ``--time-limit`` bounds the run; without a limit and without ``--walks``
+a run takes 1,000 walks. The Hypothesis example database that keeps shrunk
+counterexamples for the next run lives in ``--trace-dir``/hypothesis.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .common import AsciiInt, UsageFailure
+
+NAMES = {"seed": "--seed", "walks": "--walks", "swarm": "--swarm"}
+DATABASE = "hypothesis"  # under --trace-dir
+
+
+def simulate_options(command):
+    """The options, applied to a click command (in the order --help lists them)."""
+    for option in reversed((
+        click.option("--seed", type=AsciiInt(0, 2**63 - 1), default=None,
+                     help="--engine simulate: the random seed; the same seed takes the same walks [default: 0]."),
+        click.option("--walks", type=AsciiInt(1, 10**12), default=None,
+                     help="--engine simulate: walks to take [default: 1,000, or as many as --time-limit allows]."),
+        click.option("--swarm", is_flag=True, default=None,
+                     help="--engine simulate: each walk leaves out a random half of the action families "
+                          "(swarm verification), to reach rarer interleavings."),
+    )):
+        command = option(command)
+    return command
+
+
+def simulate_engine_args(params: dict, explicit: set[str]) -> dict:
+    """The simulate engine's arguments; its options are a usage error with any other engine."""
+    if params["engine"] != "simulate":
+        given = [flag for name, flag in NAMES.items() if name in explicit]
+        if given:
+            raise UsageFailure(f"{', '.join(given)} needs --engine simulate")
+        return {}
+    trace_dir = params.get("trace_dir")
+    return {
+        "seed": params.get("seed") or 0,
+        "walks": params.get("walks"),
+        "swarm": bool(params.get("swarm")),
+        "database": trace_dir / DATABASE if trace_dir is not None else None,
+    }
