@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path as FilePath
 from typing import Any, Sequence
 
@@ -29,9 +29,10 @@ from isrcheck.properties import Property, verdict
 from . import shrink
 from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
 from .result import CheckResult, Path, Stats, property_results
+from .simulate_vector import WIDTH, VectorWalks
 
 DEFAULT_DEPTH = 100  # states per walk, the initial one included
-DEFAULT_WALKS = 1000  # without --walks or --time-limit
+DEFAULT_WALKS = {"vector": 200_000, "scalar": 2_000}  # without --walks or --time-limit: some seconds
 DISTINCT_CAP = 2_000_000  # distinct states remembered for the coverage count; past it, "at least"
 CHECK_EVERY = 16  # walks between looks at the clock and the stop flag
 CANDIDATES = 16  # deciding paths kept per property
@@ -73,10 +74,11 @@ class SimulationCoverage:
 class SimulateEngine:
     name = "simulate"
 
-    def __init__(self, seed: int = 0, walks: int | None = None, swarm: bool = False,
-                 database: FilePath | None = None, restart: float = RESTART, novelty: float = NOVELTY) -> None:
+    def __init__(self, seed: int = 0, walks: int | None = None, swarm: bool = True,
+                 database: FilePath | None = None, restart: float = RESTART, novelty: float = NOVELTY,
+                 kernel: str = "vector") -> None:
         self.seed, self.walks, self.swarm, self.database = seed, walks, swarm, database
-        self.restart, self.novelty = restart, novelty
+        self.restart, self.novelty, self.kernel = restart, novelty, kernel
 
     def check(self, model: SearchModel, properties: Sequence[Property], options: CheckOptions,
               observer: Observer | None = None) -> CheckResult:
@@ -106,14 +108,39 @@ class _Simulation:
         self.reached_by: dict[int, tuple[int, list, int, int]] = {self.initial: (self.initial, [], 0, 1)}
         self.archive: list[int] = []  # the states reached after the initial one, to start walks from
         self.candidates: dict[str, list[Path]] = {}  # property -> deciding paths found, to shrink
+        self.candidates_wanted = CANDIDATES
+        self.kernel_note = ""  # why the batch kernel did not run, when asked for
         self.decided_at = 0  # walks taken when the last property was first decided
 
     # ---- the run ----------------------------------------------------------------------------------------
     def run(self) -> CheckResult:
         self._saved_examples()
         self._check(self.initial, self.initial, [])
-        limit = self.engine.walks or (None if self.options.time_limit else DEFAULT_WALKS)
         walking = time.monotonic()
+        kernel = self._vector_kernel()
+        default = None if self.options.time_limit else DEFAULT_WALKS["scalar" if kernel is None else "vector"]
+        limit = self.engine.walks or default
+        if kernel is not None:
+            walks = VectorWalks(self, kernel, min(WIDTH, limit or WIDTH))
+            stop = walks.run(limit)
+            walks.finish()
+        else:
+            stop = self._scalar_walks(limit)
+        self.coverage.walk_seconds = time.monotonic() - walking
+        self._shrink_all()
+        return self._result(stop)
+
+    def _vector_kernel(self) -> Any:
+        """The batch kernel when asked for and the model has one (else the note says why not)."""
+        if self.engine.kernel != "vector":
+            return None
+        from .bfs_vector import vector_kernel
+
+        kernel, self.kernel_note = vector_kernel(self.model, self.properties, replace(self.options, symmetry=False))
+        return kernel
+
+    def _scalar_walks(self, limit: int | None) -> str:
+        """One walk at a time, on the model's successor function."""
         stop, next_report = "", self.started + self.options.progress_interval
         while self._go_on():
             if limit is not None and self.coverage.walks >= limit:
@@ -128,21 +155,19 @@ class _Simulation:
                     next_report = now + self.options.progress_interval
                     c = self.coverage
                     self.observer.progress(Progress(c.distinct, 0, max(c.lengths, default=0), c.steps, now - self.started))
-        self.coverage.walk_seconds = time.monotonic() - walking
-        self._shrink_all()
-        return self._result(stop)
+        return stop
 
     def _pending(self) -> list[tuple[Property, Any, bool]]:
         return [c for c in self.checks if c[0].name not in self.paths and c[0].name not in self.candidates]
 
     def _go_on(self) -> bool:
-        """Walk on while a property is undecided (or --continue); once each is, a while longer
-        (as many walks again, at least 100) for more deciding paths to shrink."""
+        """Walk on while a property is undecided (or --continue); once each is, a little longer
+        (a quarter as many walks again, at least 100) for more deciding paths to shrink."""
         if self._pending() or self.options.explore_all:
             self.decided_at = self.coverage.walks
             return True
         short = any(len(paths) < CANDIDATES for paths in self.candidates.values())
-        return short and self.coverage.walks < 2 * self.decided_at + 100
+        return short and self.coverage.walks < self.decided_at + max(100, self.decided_at // 4)
 
     def _key(self, p: Property) -> bytes:
         return shrink.database_key(self.model.config.as_dict(), p.name, MODEL_VERSION)
@@ -265,4 +290,6 @@ class _Simulation:
         result = CheckResult("simulate", decided, property_results(self.properties, self.paths, False), stats,
                              stop_reason=reason)
         result.coverage = c
+        result.kernel, result.kernel_note = ("scalar", self.kernel_note) if self.kernel_note or \
+            self.engine.kernel == "scalar" else ("vector", "")
         return result

@@ -68,8 +68,8 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         checkpoint_every=params["checkpoint_every"],
     )
     kernel = params.get("kernel") or "vector"
-    if "kernel" in explicit and params["engine"] not in ("bfs", "spark"):
-        raise UsageFailure(f"--kernel applies to --engine bfs and spark, not {params['engine']}")
+    if "kernel" in explicit and params["engine"] not in ("bfs", "spark", "simulate"):
+        raise UsageFailure(f"--kernel applies to --engine bfs, spark and simulate, not {params['engine']}")
     engine_args.update(spark_engine_args(params, explicit))
     engine_args.update(simulate_engine_args(params, explicit))
     workers = params.get("workers")
@@ -78,7 +78,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
                            f"--workers {workers}: at most {MAX_WORKERS}")
     if "workers" in explicit and params["engine"] != "bfs":
         raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
-    if params["engine"] in ("bfs", "spark"):
+    if params["engine"] in ("bfs", "spark", "simulate"):
         engine_args["kernel"] = kernel
     if params["engine"] == "bfs":
         engine_args["workers"] = workers
@@ -232,8 +232,8 @@ def feature_options(command):
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @simulate_options
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,
-              help="Successor kernel of --engine bfs and spark: vector (NumPy, a level or a Spark partition at "
-                   "a time) where it applies, that is without checkpoints and within its table and key bounds; "
+              help="Successor kernel of --engine bfs, spark and simulate: vector (NumPy, a level, a Spark "
+                   "partition or a batch of walks at a time) where it applies, that is without checkpoints and within its table and key bounds; "
                    "scalar (one state at a time, exact keys) otherwise.")
 @click.option("--workers", type=AsciiInt(), default=None, metavar="N",
               help=f"BFS processes (scalar kernel) or threads (vector kernel), 1 to {MAX_WORKERS} [default: the "

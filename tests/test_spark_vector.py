@@ -224,5 +224,5 @@ def test_check_model_passes_kernel_to_the_spark_engine_and_refuses_it_for_z3(tmp
 
     assert run_of("--engine", "spark", "--kernel", "scalar").engine_args["kernel"] == "scalar"
     assert run_of("--engine", "spark").engine_args["kernel"] == "vector"
-    with pytest.raises(UsageFailure, match="--kernel applies to --engine bfs and spark, not z3"):
+    with pytest.raises(UsageFailure, match="--kernel applies to --engine bfs, spark and simulate, not z3"):
         run_of("--engine", "z3", "--kernel", "scalar")
