@@ -37,6 +37,7 @@ DISTINCT_CAP = 2_000_000  # distinct states remembered for the coverage count; p
 CHECK_EVERY = 16  # walks between looks at the clock and the stop flag
 CANDIDATES = 16  # deciding paths kept per property
 ATTEMPTS = 4  # of which the shortest are shrunk, and the shortest result kept
+FEWER_WALKS, FEWER_SECONDS = 20_000, 10.0  # each look for a counterexample with fewer replicas
 RESTART = 0.5  # the share of walks that start from a state an earlier walk reached
 NOVELTY = 0.9  # the share of steps that go to a state no walk reached, when there is one
 
@@ -59,6 +60,7 @@ class SimulationCoverage:
     from_database: list[str] = field(default_factory=list)  # decided by a walk an earlier run saved
     attempts: dict[str, int] = field(default_factory=dict)  # property -> deciding walks shrunk
     walk_seconds: float = 0.0  # the time spent walking, shrinking aside
+    fewer_replicas: dict[str, tuple[int, int]] = field(default_factory=dict)  # property -> (rf, states)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class SimulationCoverage:
             "guards": dict(self.guards), "found_after_seconds": self.found_after,
             "shrunk_after_seconds": self.shrunk_after, "found_length": self.found_length,
             "from_database": self.from_database, "shrink_attempts": self.attempts,
+            "fewer_replicas": {name: {"rf": rf, "trace_length": n} for name, (rf, n) in self.fewer_replicas.items()},
         }
 
 
@@ -76,9 +79,10 @@ class SimulateEngine:
 
     def __init__(self, seed: int = 0, walks: int | None = None, swarm: bool = True,
                  database: FilePath | None = None, restart: float = RESTART, novelty: float = NOVELTY,
-                 kernel: str = "vector") -> None:
+                 kernel: str = "vector", fewer_replicas: bool = True) -> None:
         self.seed, self.walks, self.swarm, self.database = seed, walks, swarm, database
         self.restart, self.novelty, self.kernel = restart, novelty, kernel
+        self.fewer_replicas = fewer_replicas  # look for each counterexample with fewer brokers too
 
     def check(self, model: SearchModel, properties: Sequence[Property], options: CheckOptions,
               observer: Observer | None = None) -> CheckResult:
@@ -128,6 +132,8 @@ class _Simulation:
             stop = self._scalar_walks(limit)
         self.coverage.walk_seconds = time.monotonic() - walking
         self._shrink_all()
+        if self.engine.fewer_replicas and not stop:
+            self._fewer_replicas()
         return self._result(stop)
 
     def _vector_kernel(self) -> Any:
@@ -276,6 +282,31 @@ class _Simulation:
             self.paths[p.name] = best
             shrink.remember(self.database, self._key(p), best)
             c.shrunk_after[p.name] = time.monotonic() - self.started
+
+    def _fewer_replicas(self) -> None:
+        """For each broken ``always`` property, the fewest replicas (the other settings the
+        same, min.insync.replicas and power loss capped at them) with which walks break it too:
+        a smaller story to read, named in the report. Each try is a short simulation of its own
+        (``FEWER_WALKS`` walks, ``FEWER_SECONDS`` at most)."""
+        from isrcheck.model import ConfigError, ReplicationModel  # here: the engine takes any model
+
+        config = self.model.config
+        for p, _, always in self.checks:
+            if not always or p.name not in self.paths:
+                continue
+            for rf in range(1, config.rf):
+                try:
+                    smaller = config.with_changes(rf=rf, min_isr=min(config.min_isr, rf),
+                                                  power_loss=min(config.power_loss, rf)).validate()
+                except (ConfigError, AttributeError, TypeError):
+                    continue
+                engine = SimulateEngine(self.engine.seed, FEWER_WALKS, self.engine.swarm, None, self.engine.restart,
+                                        self.engine.novelty, self.engine.kernel, fewer_replicas=False)
+                r = engine.check(ReplicationModel(smaller), [p], replace(self.options, time_limit=FEWER_SECONDS),
+                                 self.observer)
+                if r.properties[0].path is not None:
+                    self.coverage.fewer_replicas[p.name] = (rf, len(r.properties[0].path))
+                    break
 
     def _result(self, stop: str) -> CheckResult:
         c = self.coverage

@@ -207,6 +207,9 @@ def simulation_lines(r) -> list[str]:
     for name, found in c.found_after.items():
         lines.append(f"  {name}: found after {found:.2f} s in a walk of {c.found_length[name]} states, "
                      f"shrunk to {r.by_name(name).trace_length} states by {c.shrunk_after[name]:.2f} s")
+    for name, (rf, n) in c.fewer_replicas.items():
+        lines.append(f"  {name}: broken with {rf} replica{'s' if rf > 1 else ''} too, in {n} states "
+                     f"(check-model --engine simulate --rf {rf} ... shows it)")
     if c.from_database:
         lines.append(f"  decided by walks saved by an earlier run: {', '.join(c.from_database)}")
     return lines

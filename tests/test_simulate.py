@@ -44,8 +44,8 @@ def _decided(result) -> dict[str, tuple[str, int]]:
 def test_simulation_agrees_with_bfs_and_shrinks_to_within_two_states(config, known, kernel):
     model = ReplicationModel(config)
     bfs = _decided(run_bfs(config, symmetry=True))
-    sim = get_engine("simulate", seed=1, walks=WALKS, kernel=kernel).check(model, select(config, None, "simulate"),
-                                                                           CheckOptions())
+    sim = get_engine("simulate", seed=1, walks=WALKS, kernel=kernel, fewer_replicas=False).check(
+        model, select(config, None, "simulate"), CheckOptions())
     assert sim.kernel == kernel
     found = _decided(sim)
     assert known <= set(found), f"not found: {known - set(found)}"
@@ -156,3 +156,13 @@ def test_the_batch_walks_find_the_deeper_pinned_losses(config, prop, shortest):
     p = r.by_name(prop)
     assert r.kernel == "vector" and p.status == "violated"
     assert shortest <= p.trace_length <= shortest + 2
+
+
+def test_a_counterexample_is_looked_for_with_fewer_replicas_too():
+    """acks=1 loses an acknowledged write as soon as a second broker can lead without it, so the
+    smallest replication factor that shows the loss is 2 (one broker keeps its one log), in BFS's
+    6 states."""
+    config = ModelConfig(rf=3, acks="1", max_records=1)
+    r = get_engine("simulate", seed=0, walks=2000).check(ReplicationModel(config),
+                                                         select(config, ["acked-survive"], "simulate"), CheckOptions())
+    assert r.coverage.fewer_replicas == {"acked-survive": (2, 6)}

@@ -163,9 +163,10 @@ def test_ctrl_c_ends_with_a_partial_result_whose_levels_are_saved_then_resumes(
     tmp_path, interruptions, local_spark, reference
 ):
     ck, proc, out = interruptions.result("ctrl-c")
-    assert proc.returncode == 3
     report = json.loads(out)
     assert report["complete"] is False and report["stop_reason"] == "interrupted"
+    broken = any(p["status"] == "violated" and p["expectation"] == "always" for p in report["properties"])
+    assert proc.returncode == (1 if broken else 3)  # a counterexample found before the stop is final
     manifest = json.loads((ck / "manifest.json").read_text())
     assert sum(level["states"] for level in manifest["levels"]) == report["states"] < reference["states"]
     assert len(manifest["levels"]) == report["depth"]
