@@ -59,10 +59,11 @@ def throughput(walks: int) -> None:
                                      range(processes)))
             wall = time.perf_counter() - started
             w, s = sum(r["walks"] for r in runs), sum(r["steps"] for r in runs)
+            distinct = ", ".join(f"{r['distinct']:,}" for r in runs)
             walking = max(r["seconds"] for r in runs)
             print(f"  {kernel:>6} kernel, {processes} process{'es' if processes > 1 else ''}: {w:,} walks, {s:,} steps "
                   f"in {walking:.2f} s walking ({wall:.2f} s with start-up): {w / walking:,.0f} walks/s, "
-                  f"{s / walking:,.0f} steps/s; distinct states {', '.join(f'{r['distinct']:,}' for r in runs)}; "
+                  f"{s / walking:,.0f} steps/s; distinct states {distinct}; "
                   f"peak memory {max(r['peak'] for r in runs) / 2**20:,.0f} MiB per process")
 
 

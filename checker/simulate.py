@@ -74,6 +74,21 @@ class SimulationCoverage:
         }
 
 
+@dataclass
+class SimulationProgress(Progress):
+    """A simulation's progress: walks, steps and the families taken most, in its own words."""
+
+    walks: int = 0
+    families: tuple[tuple[str, int], ...] = ()
+
+    def line(self) -> str:
+        total = self.generated or 1
+        most = ", ".join(f"{name} {100 * n // total}%" for name, n in self.families)
+        return (f"{self.walks:,} walks, {self.generated:,} steps, {self.states:,} distinct states, deepest "
+                f"{self.depth} states, {self.generated / self.seconds if self.seconds else 0:,.0f} steps/s, "
+                f"{self.seconds:.1f} s" + (f"; most taken: {most}" if most else ""))
+
+
 class SimulateEngine:
     name = "simulate"
 
@@ -159,9 +174,18 @@ class _Simulation:
                 now = time.monotonic()
                 if now >= next_report:
                     next_report = now + self.options.progress_interval
-                    c = self.coverage
-                    self.observer.progress(Progress(c.distinct, 0, max(c.lengths, default=0), c.steps, now - self.started))
+                    self.report_progress(now, max(self.coverage.lengths, default=0), self.coverage.fired)
         return stop
+
+    def report_progress(self, now: float, depth: int, fired: Any) -> None:
+        """What the walks have done so far; ``fired``: times taken, per action index."""
+        families: Counter = Counter()
+        for a, n in (fired.items() if isinstance(fired, dict) else enumerate(fired.tolist())):
+            if n:
+                families[self.family_names[self.family_of[a]]] += n
+        c = self.coverage
+        self.observer.progress(SimulationProgress(c.distinct, 0, depth, c.steps, now - self.started, walks=c.walks,
+                                                  families=tuple(families.most_common(3))))
 
     def _pending(self) -> list[tuple[Property, Any, bool]]:
         return [c for c in self.checks if c[0].name not in self.paths and c[0].name not in self.candidates]

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Progress
 from .result import Path
 
 WIDTH = 65536  # walks side by side (fewer when --walks asks for fewer): wide batches amortise the kernel's plan
@@ -74,8 +73,7 @@ class VectorWalks:
             now = time.monotonic()
             if now >= next_report:
                 next_report = now + sim.options.progress_interval
-                sim.observer.progress(Progress(c.distinct, 0, int(self.log_depth[self.current].max()), c.steps,
-                                               now - sim.started))
+                sim.report_progress(now, int(self.log_depth[self.current].max()), self.fired)
         return ""
 
     def _step(self) -> None:
