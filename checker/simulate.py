@@ -339,7 +339,7 @@ class _Simulation:
         c.fired = Counter({str(self.model.describe(a)): n for a, n in c.fired.items()})
         decided = not self._pending()
         seconds = time.monotonic() - self.started
-        stats = Stats(states=c.distinct, generated=c.steps + c.walks, depth=max(c.lengths, default=0),
+        stats = Stats(states=c.distinct, generated=c.steps + c.walks, depth=max(c.lengths, default=1),
                       seconds=seconds, peak_memory=peak_rss())
         reason = "" if decided else stop or f"simulation: {c.walks:,} walks, not exhaustive"
         result = CheckResult("simulate", decided, property_results(self.properties, self.paths, False), stats,

@@ -61,6 +61,8 @@ class VectorWalks:
         walk limit, a time or memory limit, or Ctrl-C; the reason it stopped, '' if none."""
         sim, c = self.sim, self.sim.coverage
         next_report = sim.started + sim.options.progress_interval
+        if sim.depth <= 1:  # --max-depth 1: the initial state alone, checked already
+            return ""
         while sim._go_on():
             if limit is not None and c.walks >= limit:
                 return ""
@@ -148,6 +150,7 @@ class VectorWalks:
         c.walks += len(ended)
         anywhere = self.rng.random(len(ended)) < self.sim.engine.restart
         starts = np.where(anywhere, self.rng.integers(0, self.rows, len(ended)), 0)
+        starts[self.log_depth[starts] >= self.sim.depth] = 0  # a state at the depth bound: from the start
         self.current[ended] = starts
         if self.swarm is not None:
             self.swarm[ended] = self._swarm(len(ended))

@@ -166,3 +166,16 @@ def test_a_counterexample_is_looked_for_with_fewer_replicas_too():
     r = get_engine("simulate", seed=0, walks=2000).check(ReplicationModel(config),
                                                          select(config, ["acked-survive"], "simulate"), CheckOptions())
     assert r.coverage.fewer_replicas == {"acked-survive": (2, 6)}
+
+
+@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+def test_max_depth_bounds_every_walk_and_trace(kernel):
+    config = ModelConfig(rf=3, acks="1", max_records=1)
+    model, props = ReplicationModel(config), select(config, None, "simulate")
+    for depth in (1, 5, 6):
+        r = get_engine("simulate", seed=0, walks=500, kernel=kernel, fewer_replicas=False).check(
+            model, props, CheckOptions(max_depth=depth))
+        assert max(r.coverage.lengths, default=1) <= depth and r.stats.depth <= depth
+        assert all(len(p.path) <= depth for p in r.properties if p.path is not None)
+        if depth < 6:  # BFS's shortest loss is 6 states: no walk this short can show it
+            assert "acked-survive" not in _decided(r)
