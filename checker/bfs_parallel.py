@@ -172,8 +172,8 @@ class _Worker:
             elif kind == "entry":
                 i = msg[1]
                 conn.send((self.states[i], self.parents[i], self.actions[i]))
-            elif kind == "finish":
-                orbit = self.model.symmetry.orbit_size if self.canonical is not None else None
+            elif kind == "finish":  # msg[1]: count the states before symmetry reduction (costly)
+                orbit = self.model.symmetry.orbit_size if self.canonical is not None and msg[1] else None
                 full = sum(orbit(s) for s in self.states) if orbit else None
                 conn.send((len(self.states), full))
             elif kind == "quit":
@@ -324,7 +324,7 @@ class _Coordinator:
         exhausted = complete and (
             new == 0 or (opts.max_depth is not None and depth >= opts.max_depth)
         )
-        finals = self._all([("finish",)] * W)
+        finals = self._all([("finish", complete)] * W)  # a stopped run skips the count before symmetry
         self.memory.now()
         paths = {name: self._path(*where) for name, where in found.items()}
         results = property_results(self.properties, paths, exhausted)
@@ -334,7 +334,7 @@ class _Coordinator:
             depth=depth,
             seconds=time.monotonic() - started,
             peak_memory=max(self.peak_before, self.memory.peak),
-            full_states=sum(f for _, f in finals) if self.canonical else None,
+            full_states=sum(f for _, f in finals) if self.canonical and complete else None,
         )
         return CheckResult("bfs", complete, results, stats, exhausted, stop, self.canonical is not None, workers=W)
 

@@ -35,7 +35,7 @@ from isrcheck.model.machine import SYMMETRY_ENTRY, TablesStopped, TablesTooLarge
 from isrcheck.model.schema import Schema
 from isrcheck.model.symmetry import Symmetry
 
-from .clitools import command
+from .clitools import command, run_cli
 
 # the issue's item 1, word for word: 25 million logs, some 17 GB of tables
 ISSUE_1 = ["--rf", "5", "--max-records", "5", "--max-leader-epoch", "5", "--crashes", "3",
@@ -229,3 +229,17 @@ def test_more_scalar_processes_than_the_open_file_limit_allows_are_capped():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, preexec_fn=cap)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["9", "5973", "True"]  # 2 * 9 * 9 + 64 descriptors fit in 256
+
+
+def test_a_time_limit_is_kept_on_a_big_space_with_symmetry(tmp_path):
+    """rf 5 past what BFS finishes: the scalar search stops at its time limit and reports at once,
+    without the count before symmetry reduction (an orbit per state, a third as long again as
+    the search: 18 s more after a 60 s limit, minutes after ten)."""
+    started = time.monotonic()
+    proc = run_cli("check-model", "--rf", "5", "--max-records", "3", "--max-leader-epoch", "4", "--crashes", "2",
+                   "--acks", "1", "--property", "leader-in-isr", "--workers", "1", "--time-limit", "4s",
+                   "--trace-dir", str(tmp_path))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 3 and "INCOMPLETE (time limit)" in proc.stdout, proc.stderr
+    assert "before symmetry reduction" not in proc.stdout
+    assert elapsed < 4 + 5, elapsed  # the limit, then start-up and the report
