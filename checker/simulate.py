@@ -61,6 +61,8 @@ class SimulationCoverage:
     attempts: dict[str, int] = field(default_factory=dict)  # property -> deciding walks shrunk
     walk_seconds: float = 0.0  # the time spent walking, shrinking aside
     fewer_replicas: dict[str, tuple[int, int]] = field(default_factory=dict)  # property -> (rf, states)
+    # property -> (the configuration with fewer replicas, its shrunk path): saved as a trace of its own
+    smaller: dict[str, tuple[Any, Path]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -328,8 +330,10 @@ class _Simulation:
                                         self.engine.novelty, self.engine.kernel, fewer_replicas=False)
                 r = engine.check(ReplicationModel(smaller), [p], replace(self.options, time_limit=FEWER_SECONDS),
                                  self.observer)
-                if r.properties[0].path is not None:
-                    self.coverage.fewer_replicas[p.name] = (rf, len(r.properties[0].path))
+                path = r.properties[0].path
+                if path is not None:
+                    self.coverage.fewer_replicas[p.name] = (rf, len(path))
+                    self.coverage.smaller[p.name] = (smaller, path)
                     break
 
     def _result(self, stop: str) -> CheckResult:

@@ -99,8 +99,16 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         ],
         "verdict_text": plain.paragraph(outcome) if r.properties else "",
         "bounds": bounds(outcome),
-        **({"simulation": r.coverage.as_dict()} if r.coverage is not None else {}),
+        **({"simulation": _simulation_json(outcome)} if r.coverage is not None else {}),
     }
+
+
+def _simulation_json(outcome: CheckOutcome) -> dict[str, Any]:
+    out = outcome.result.coverage.as_dict()
+    for name, entry in out["fewer_replicas"].items():
+        file = outcome.smaller_trace_files.get(name)
+        entry["trace_file"] = str(file) if file else None
+    return out
 
 
 def render_json(outcome: CheckOutcome) -> str:
@@ -164,7 +172,7 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
             lines.extend(p.proof["cti"].splitlines())
     full = f" ({s.full_states:,} before symmetry reduction)" if s.full_states is not None else ""
     if r.coverage is not None:
-        lines.extend(simulation_lines(r))
+        lines.extend(simulation_lines(outcome))
     elif r.engine == "z3":  # symbolic: no states are enumerated
         lines.append(f"symbolic: BMC checked every path up to depth {s.depth}, {s.seconds:.2f} s, "
                      f"peak memory {s.peak_memory / 2**20:,.0f} MiB")
@@ -191,8 +199,9 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     return "\n".join(lines)
 
 
-def simulation_lines(r) -> list[str]:
+def simulation_lines(outcome: CheckOutcome) -> list[str]:
     """What the walks did and saw: the answer to "no violation, after doing what?"."""
+    r = outcome.result
     c, s = r.coverage, r.stats
     distinct = f"{'at least ' if c.distinct_capped else ''}{c.distinct:,}"
     rate = c.steps / c.walk_seconds if c.walk_seconds else 0
@@ -208,8 +217,9 @@ def simulation_lines(r) -> list[str]:
         lines.append(f"  {name}: found after {found:.2f} s in a walk of {c.found_length[name]} states, "
                      f"shrunk to {r.by_name(name).trace_length} states by {c.shrunk_after[name]:.2f} s")
     for name, (rf, n) in c.fewer_replicas.items():
-        lines.append(f"  {name}: broken with {rf} replica{'s' if rf > 1 else ''} too, in {n} states "
-                     f"(check-model --engine simulate --rf {rf} ... shows it)")
+        file = outcome.smaller_trace_files.get(name)
+        lines.append(f"  {name}: broken with {rf} replica{'s' if rf > 1 else ''} too, in {n} states"
+                     + (f": trace saved to {file}" if file else ""))
     if c.from_database:
         lines.append(f"  decided by walks saved by an earlier run: {', '.join(c.from_database)}")
     return lines

@@ -42,6 +42,8 @@ class CheckOutcome:
     traces: dict[str, Trace] = field(default_factory=dict)
     trace_files: dict[str, Path] = field(default_factory=dict)
     trace_errors: dict[str, str] = field(default_factory=dict)  # property -> why its trace was not saved
+    # a simulation's counterexample with fewer replicas, per property: its trace file
+    smaller_trace_files: dict[str, Path] = field(default_factory=dict)
 
 
 def config_slug(config: ModelConfig) -> str:
@@ -127,7 +129,24 @@ def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
         if run.trace_dir is not None:
             kind = verdict.trace_kind(prop.expectation)
             save_trace(outcome, pr.name, run.trace_dir / f"{config_slug(run.config)}-{pr.name}-{kind}.itf.json")
+    _save_smaller(outcome)
     return outcome
+
+
+def _save_smaller(outcome: CheckOutcome) -> None:
+    """A simulation's counterexamples with fewer replicas, each replayed on its own model and
+    saved beside the others (a failure to write one is not the check's: it is left out)."""
+    coverage, trace_dir = outcome.result.coverage, outcome.run.trace_dir
+    for name, (config, path) in (getattr(coverage, "smaller", None) or {}).items():
+        prop = BY_NAME[name]
+        trace = trace_from_path(ReplicationModel(config), path.states, path.actions, name, prop.expectation, prop.doc)
+        if trace_dir is None:
+            continue
+        file = trace_dir / f"{config_slug(config)}-{name}-counterexample.itf.json"
+        try:
+            outcome.smaller_trace_files[name] = itf.save(trace, file)
+        except (OSError, FileProblem):
+            pass
 
 
 def save_trace(outcome: CheckOutcome, name: str, path: Path) -> None:

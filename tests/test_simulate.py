@@ -124,6 +124,9 @@ def test_check_model_simulate_exit_codes_and_report(tmp_path):
     report = json.loads(found.stdout)
     assert report["engine"] == "simulate" and report["simulation"]["walks"] >= 1
     assert report["properties"][0]["status"] == "violated"
+    smaller = report["simulation"]["fewer_replicas"]["acked-survive"]  # saved, and replays on the rf 2 model
+    trace = load_checked(smaller["trace_file"])
+    assert trace.config.rf == smaller["rf"] == 2 and len(trace.steps) == smaller["trace_length"]
     unbroken = run_cli("check-model", "--engine", "simulate", "--max-records", "1", "--walks", "50",
                        "--property", "committed-survive", "--trace-dir", str(tmp_path))
     assert unbroken.returncode == 3, unbroken.stderr  # a simulation proves nothing
