@@ -143,22 +143,30 @@ def _encoded(actions: list[int] | tuple[int, ...]) -> bytes:
     return choices_to_bytes([c for a in actions for c in (True, a)] + [False])
 
 
+def _find(replayer: Replayer, n_actions: int, database: ExampleDatabase, key: bytes, phases: list[Phase],
+          longest: int = MAX_STEPS) -> Path | None:
+    """What Hypothesis's ``find`` makes of the walks in ``database`` under ``key`` (its phases:
+    replay, and shrink), read back as the deciding path; None when no walk there decides."""
+    walks = st.lists(st.integers(0, n_actions - 1), max_size=max(MAX_STEPS, longest))
+    try:
+        found = find(walks, replayer.interesting, database_key=key,
+                     settings=settings(database=database, deadline=None, phases=phases,
+                                       suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:  # nothing there decides, or the deadline passed before the first replay
+        return None
+    return replayer.path(found)
+
+
 def shrink(replayer: Replayer, path: Path, n_actions: int) -> Path:
     """The shortest deciding walk Hypothesis finds from ``path`` (detours and cycles cut first).
     It works in a database of its own: the secondary corpus is the one Hypothesis shrinks."""
-    start = list(shortcuts(replayer.model, without_cycles(path), replayer.decides).actions)
+    start = shortcuts(replayer.model, without_cycles(path), replayer.decides)
     database, key = InMemoryExampleDatabase(), b"walk"
-    database.save(key + b".secondary", _encoded(start))
-    walks = st.lists(st.integers(0, n_actions - 1), max_size=max(MAX_STEPS, len(start)))
-    try:
-        found = find(walks, replayer.interesting, database_key=key,
-                     settings=settings(database=database, deadline=None, phases=[Phase.reuse, Phase.shrink],
-                                       suppress_health_check=list(HealthCheck)))
-    except NoSuchExample:  # past the deadline before the first replay: keep the walk as found
-        return replayer.path(start) or path
-    shrunk = replayer.path(found)
-    best = shrunk if shrunk is not None and len(shrunk) <= len(start) + 1 else replayer.path(start) or path
-    return shortcuts(replayer.model, without_cycles(best), replayer.decides)
+    database.save(key + b".secondary", _encoded(start.actions))
+    shrunk = _find(replayer, n_actions, database, key, [Phase.reuse, Phase.shrink], len(start.actions))
+    if shrunk is None or len(shrunk) > len(start):
+        return start
+    return shortcuts(replayer.model, without_cycles(shrunk), replayer.decides)
 
 
 def remember(database: ExampleDatabase, key: bytes, path: Path) -> None:
@@ -172,11 +180,4 @@ def saved_example(replayer: Replayer, n_actions: int, database: ExampleDatabase,
     """The walk saved by an earlier run for this key, if it still decides the property."""
     if not list(database.fetch(key)):
         return None
-    walks = st.lists(st.integers(0, n_actions - 1), max_size=MAX_STEPS)
-    try:
-        found = find(walks, replayer.interesting, database_key=key,
-                     settings=settings(database=database, deadline=None, phases=[Phase.reuse],
-                                       suppress_health_check=list(HealthCheck)))
-    except NoSuchExample:
-        return None
-    return replayer.path(found)
+    return _find(replayer, n_actions, database, key, [Phase.reuse])

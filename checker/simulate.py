@@ -1,13 +1,15 @@
 """Random walks through the model (``--engine simulate``): for bounds past exhaustive search.
 
-Each walk starts at the initial state and takes a random enabled action at each step,
-up to ``--max-depth`` states; every state on it is checked against every property not
-yet decided. A walk that decides a property is shrunk with Hypothesis (``shrink.py``)
-before it becomes the property's trace, so a simulated counterexample reads like a
-breadth-first one. With ``swarm``, each walk leaves out a random half of the action
-families (swarm verification, Groce et al. 2012): a walk that never crashes a broker
-reaches the interleavings that need many fetches in a row, one that never fetches
-reaches those of crashes and elections.
+A walk starts from the initial state or (``restart`` of the time) from a state an earlier
+walk reached, and at each step prefers a successor no walk has reached yet (``novelty``
+of the time, when there is one); with ``swarm`` each walk also leaves out a random half
+of the action families (swarm verification, Groce et al. 2012): a walk that never crashes
+a broker reaches the interleavings that need many fetches in a row, one that never
+fetches those of crashes and elections. Walks run one at a time here, or many at once on
+the batch kernel (``simulate_vector.py``), up to ``--max-depth`` states; every state
+reached for the first time is checked against every property. The paths that decide a
+property are shrunk (``shrink.py``) before the shortest becomes its trace, so a simulated
+counterexample reads like a breadth-first one.
 
 A simulation proves nothing: an ``always`` property that no walk broke stays unknown
 and the run is incomplete (exit 3); a violation or a witness is final. What the walks
@@ -21,7 +23,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path as FilePath
-from typing import Any, Sequence
+from itertools import islice
+from typing import Any, Iterable, Sequence
 
 from isrcheck import MODEL_VERSION
 from isrcheck.properties import Property, verdict
@@ -60,13 +63,18 @@ class SimulationCoverage:
     from_database: list[str] = field(default_factory=list)  # decided by a walk an earlier run saved
     attempts: dict[str, int] = field(default_factory=dict)  # property -> deciding walks shrunk
     walk_seconds: float = 0.0  # the time spent walking, shrinking aside
-    fewer_replicas: dict[str, tuple[int, int]] = field(default_factory=dict)  # property -> (rf, states)
     # property -> (the configuration with fewer replicas, its shrunk path): saved as a trace of its own
     smaller: dict[str, tuple[Any, Path]] = field(default_factory=dict)
 
+    @property
+    def fewer_replicas(self) -> dict[str, tuple[int, int]]:
+        """Property -> (the fewest replicas with which walks broke it too, its trace's length)."""
+        return {name: (config.rf, len(path)) for name, (config, path) in self.smaller.items()}
+
     def as_dict(self) -> dict[str, Any]:
         return {
-            "walks": self.walks, "steps": self.steps, "walk_seconds": round(self.walk_seconds, 3), "distinct_states": self.distinct,
+            "walks": self.walks, "steps": self.steps, "walk_seconds": round(self.walk_seconds, 3),
+            "distinct_states": self.distinct,
             "distinct_capped": self.distinct_capped, "families": dict(self.families.most_common()),
             "actions": dict(self.fired.most_common()), "walk_lengths": dict(sorted(self.lengths.items())),
             "guards": dict(self.guards), "found_after_seconds": self.found_after,
@@ -129,8 +137,7 @@ class _Simulation:
         self.reached_by: dict[int, tuple[int, list, int, int]] = {self.initial: (self.initial, [], 0, 1)}
         self.archive: list[int] = []  # the states reached after the initial one, to start walks from
         self.candidates: dict[str, list[Path]] = {}  # property -> deciding paths found, to shrink
-        self.candidates_wanted = CANDIDATES
-        self.kernel_note = ""  # why the batch kernel did not run, when asked for
+        self.kernel, self.kernel_note = "", ""  # the kernel the walks ran on; why not the batch one, if asked
         self.decided_at = 0  # walks taken when the last property was first decided
 
     # ---- the run ----------------------------------------------------------------------------------------
@@ -141,6 +148,7 @@ class _Simulation:
         kernel = self._vector_kernel()
         default = None if self.options.time_limit else DEFAULT_WALKS["scalar" if kernel is None else "vector"]
         limit = self.engine.walks or default
+        self.kernel = "scalar" if kernel is None else "vector"
         if kernel is not None:
             walks = VectorWalks(self, kernel, min(WIDTH, limit or WIDTH))
             stop = walks.run(limit)
@@ -179,15 +187,26 @@ class _Simulation:
                     self.report_progress(now, max(self.coverage.lengths, default=0), self.coverage.fired)
         return stop
 
-    def report_progress(self, now: float, depth: int, fired: Any) -> None:
+    def families(self, fired: dict[int, int]) -> Counter:
+        """Times taken per action family, from times taken per action index."""
+        out: Counter = Counter()
+        for a, n in fired.items():
+            out[self.family_names[self.family_of[a]]] += n
+        return out
+
+    def report_progress(self, now: float, depth: int, fired: dict[int, int]) -> None:
         """What the walks have done so far; ``fired``: times taken, per action index."""
-        families: Counter = Counter()
-        for a, n in (fired.items() if isinstance(fired, dict) else enumerate(fired.tolist())):
-            if n:
-                families[self.family_names[self.family_of[a]]] += n
         c = self.coverage
         self.observer.progress(SimulationProgress(c.distinct, 0, depth, c.steps, now - self.started, walks=c.walks,
-                                                  families=tuple(families.most_common(3))))
+                                                  families=tuple(self.families(fired).most_common(3))))
+
+    def deciding(self, name: str, paths: Iterable[Path]) -> None:
+        """Paths to states that decide property ``name``: the first one times the finding, and
+        up to ``CANDIDATES`` are kept to shrink (``paths`` is read no further)."""
+        found = self.candidates.setdefault(name, [])
+        if not found:
+            self.coverage.found_after[name] = time.monotonic() - self.started
+        found.extend(islice(paths, CANDIDATES - len(found)))
 
     def _pending(self) -> list[tuple[Property, Any, bool]]:
         return [c for c in self.checks if c[0].name not in self.paths and c[0].name not in self.candidates]
@@ -274,11 +293,7 @@ class _Simulation:
             if not always and holds:
                 c.guards[p.name] += 1
             if holds != always and p.name not in self.paths:
-                found = self.candidates.setdefault(p.name, [])
-                if not found:
-                    c.found_after[p.name] = time.monotonic() - self.started
-                if len(found) < CANDIDATES:
-                    found.append(self._path(start, segment))
+                self.deciding(p.name, (self._path(start, segment) for _ in range(1)))
 
     def _path(self, start: int, segment: list[tuple[int, int]]) -> Path:
         """The steps from the initial state to ``start``, by the walks that first reached each
@@ -324,7 +339,7 @@ class _Simulation:
                 try:
                     smaller = config.with_changes(rf=rf, min_isr=min(config.min_isr, rf),
                                                   power_loss=min(config.power_loss, rf)).validate()
-                except (ConfigError, AttributeError, TypeError):
+                except ConfigError:
                     continue
                 engine = SimulateEngine(self.engine.seed, FEWER_WALKS, self.engine.swarm, None, self.engine.restart,
                                         self.engine.novelty, self.engine.kernel, fewer_replicas=False)
@@ -332,14 +347,12 @@ class _Simulation:
                                  self.observer)
                 path = r.properties[0].path
                 if path is not None:
-                    self.coverage.fewer_replicas[p.name] = (rf, len(path))
                     self.coverage.smaller[p.name] = (smaller, path)
                     break
 
     def _result(self, stop: str) -> CheckResult:
         c = self.coverage
-        for a, n in list(c.fired.items()):
-            c.families[self.family_names[self.family_of[a]]] += n
+        c.families = self.families(c.fired)
         c.fired = Counter({str(self.model.describe(a)): n for a, n in c.fired.items()})
         decided = not self._pending()
         seconds = time.monotonic() - self.started
@@ -349,6 +362,5 @@ class _Simulation:
         result = CheckResult("simulate", decided, property_results(self.properties, self.paths, False), stats,
                              stop_reason=reason)
         result.coverage = c
-        result.kernel, result.kernel_note = ("scalar", self.kernel_note) if self.kernel_note or \
-            self.engine.kernel == "scalar" else ("vector", "")
+        result.kernel, result.kernel_note = self.kernel, self.kernel_note
         return result

@@ -75,7 +75,7 @@ class VectorWalks:
             now = time.monotonic()
             if now >= next_report:
                 next_report = now + sim.options.progress_interval
-                sim.report_progress(now, int(self.log_depth[self.current].max()), self.fired)
+                sim.report_progress(now, int(self.log_depth[self.current].max()), self.fired_now())
         return ""
 
     def _step(self) -> None:
@@ -122,14 +122,9 @@ class VectorWalks:
                 c.guards[p.name] += int(holds.sum())
             if p.name in sim.paths:
                 continue
-            deciding = np.flatnonzero(holds != always)
-            if not len(deciding):
-                continue
-            found = sim.candidates.setdefault(p.name, [])
-            if not found:
-                c.found_after[p.name] = time.monotonic() - sim.started
-            for row in at[deciding[: max(0, sim.candidates_wanted - len(found))]]:
-                found.append(self._path(int(row)))
+            deciding = at[holds != always]
+            if len(deciding):
+                sim.deciding(p.name, (self._path(int(row)) for row in deciding))
 
     def _path(self, row: int) -> Path:
         """The steps that led to a log row, read back through the log, as scalar states."""
@@ -145,8 +140,7 @@ class VectorWalks:
         c = self.sim.coverage
         if not len(ended):
             return
-        for depth in self.log_depth[self.current[ended]].tolist():
-            c.lengths[depth] += 1
+        c.lengths.update(self.log_depth[self.current[ended]].tolist())
         c.walks += len(ended)
         anywhere = self.rng.random(len(ended)) < self.sim.engine.restart
         starts = np.where(anywhere, self.rng.integers(0, self.rows, len(ended)), 0)
@@ -157,8 +151,11 @@ class VectorWalks:
 
     def finish(self) -> None:
         """The per-action counts into the coverage, as the scalar walks keep them."""
-        for a in np.flatnonzero(self.fired).tolist():
-            self.sim.coverage.fired[a] += int(self.fired[a])
+        self.sim.coverage.fired.update(self.fired_now())
+
+    def fired_now(self) -> dict[int, int]:
+        """Times taken so far, per action index that was taken."""
+        return {a: int(self.fired[a]) for a in np.flatnonzero(self.fired).tolist()}
 
 
 class _Seen:

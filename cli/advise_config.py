@@ -31,6 +31,7 @@ from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, NOT_MODELLED, Advice, Guarantee, header, json_advice, plain, short,
                             text_advice)
 from .check_model import _duration
+from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
 from .common import available_cores, color_option, wants_color
 from .runner import CheckRun
@@ -163,17 +164,10 @@ def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_ve
         click.echo(json.dumps(json_advice(advice), indent=2))
     else:
         colored = wants_color(sys.stdout, color)
-        click.echo(text_advice(advice, _paint if colored else plain), color=colored)
+        click.echo(text_advice(advice, paint_kind if colored else plain), color=colored)
     if advice.interrupted or advice.incomplete:
         return INCOMPLETE
     return OK if advice.recommended else FAILED
-
-
-STYLES = {"heading": {"bold": True}, "good": {"fg": "green"}, "bad": {"fg": "red"}}
-
-
-def _paint(text: str, kind: str) -> str:
-    return click.style(text, **STYLES[kind])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -122,22 +122,24 @@ def plain(text: str, kind: str) -> str:  # noqa: ARG001 - the paint of an uncolo
     return text
 
 
+def _reason_line(a: Advice, g: Guarantee, p: fr.Point, paint) -> str:
+    """A setting that does not keep ``g``, and why, with the trace that shows it."""
+    r = a.reason(g, p)
+    return f"    {a.sweep.words(p)}: {paint(r['says'], 'bad')}{_trace(r)}"
+
+
 def _guarantee_lines(a: Advice, g: Guarantee, paint=plain) -> list[str]:
     f = a.frontier(g)
     lines = [paint(f"{g.words} ({g.property})", "heading")]
     if not f.edge:
         lines.append("  no setting swept keeps it:")
-        for p in fr.most_durable(list(a.sweep.points)):
-            if a.kept(g, p) is False:
-                lines.append(f"    {a.sweep.words(p)}: {paint(a.reason(g, p)['says'], 'bad')}{_trace(a.reason(g, p))}")
+        lines += [_reason_line(a, g, p, paint) for p in fr.most_durable(list(a.sweep.points)) if a.kept(g, p) is False]
         return lines
     lines.append(f"  {'cheapest' if g.durable else 'most durable'} settings that keep it:")
     lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in f.edge]
-    beyond = list(dict.fromkeys(n for _, n in f.ruled_out))
-    if beyond:
+    if f.beyond:
         lines.append(f"  ruled out, one step {'cheaper' if g.durable else 'more durable'}:")
-        lines += [f"    {a.sweep.words(n)}: {paint(a.reason(g, n)['says'], 'bad')}{_trace(a.reason(g, n))}"
-                  for n in beyond]
+        lines += [_reason_line(a, g, n, paint) for n in f.beyond]
     if f.unknown:
         lines.append(f"  not known (the check did not finish): {'; '.join(a.sweep.words(p) for p in f.unknown)}")
     return lines
@@ -185,7 +187,7 @@ def json_advice(a: Advice) -> dict[str, Any]:
             "key": g.key, "words": g.words, "property": g.property,
             "kind": "durability" if g.durable else "availability",
             "frontier": [a.sweep.kafka(p) for p in a.frontier(g).edge],
-            "ruled_out": [with_reason(g, n) for n in dict.fromkeys(n for _, n in a.frontier(g).ruled_out)],
+            "ruled_out": [with_reason(g, n) for n in a.frontier(g).beyond],
             "unknown": [a.sweep.kafka(p) for p in a.frontier(g).unknown],
         } for g in a.wanted],
         "not_modelled": [{"key": k, "why": why} for k, why in NOT_MODELLED.items()],

@@ -53,3 +53,11 @@ def paint_tag(line: str) -> str:
     if tag not in TAGS:
         return line
     return click.style(tag, fg=TAGS[tag], bold=True) + line[len(tag):]
+
+
+KINDS = {"heading": {"bold": True}, "good": {"fg": GOOD}, "bad": {"fg": BAD}}
+
+
+def paint_kind(text: str, kind: str) -> str:
+    """advise-config's paint: headings bold, what keeps a guarantee green, what rules a setting out red."""
+    return click.style(text, **KINDS[kind])

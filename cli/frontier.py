@@ -94,6 +94,11 @@ class Frontier:
     ruled_out: tuple[tuple[Point, Point], ...]  # (frontier point, its neighbour one step beyond it)
     unknown: tuple[Point, ...]  # points whose verdict is not known (the search stopped early)
 
+    @property
+    def beyond(self) -> tuple[Point, ...]:
+        """The points ruled out, each once (two frontier points can share a neighbour)."""
+        return tuple(dict.fromkeys(n for _, n in self.ruled_out))
+
 
 def frontier(sweep: Sweep, kept: Callable[[Point], bool | None], durable: bool) -> Frontier:
     """``kept(point)``: True, False, or None when the check did not finish."""

@@ -137,11 +137,11 @@ def _save_smaller(outcome: CheckOutcome) -> None:
     """A simulation's counterexamples with fewer replicas, each replayed on its own model and
     saved beside the others (a failure to write one is not the check's: it is left out)."""
     coverage, trace_dir = outcome.result.coverage, outcome.run.trace_dir
-    for name, (config, path) in (getattr(coverage, "smaller", None) or {}).items():
+    if coverage is None or trace_dir is None:
+        return
+    for name, (config, path) in coverage.smaller.items():
         prop = BY_NAME[name]
         trace = trace_from_path(ReplicationModel(config), path.states, path.actions, name, prop.expectation, prop.doc)
-        if trace_dir is None:
-            continue
         file = trace_dir / f"{config_slug(config)}-{name}-counterexample.itf.json"
         try:
             outcome.smaller_trace_files[name] = itf.save(trace, file)

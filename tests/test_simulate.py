@@ -10,6 +10,7 @@ bar, at most two states longer.
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -102,19 +103,34 @@ def test_coverage_counts_every_step_and_swarm_walks_leave_families_out():
     assert runs[0].coverage.fired != runs[1].coverage.fired and runs[2].coverage.fired != runs[3].coverage.fired
 
 
-def test_detours_and_cycles_are_cut_and_the_end_kept():
+def test_cycles_are_cut_to_the_first_visit_of_each_state():
+    cut = without_cycles(Path((1, 2, 3, 2, 4, 5, 4, 6), (10, 11, 12, 13, 14, 15, 16)))
+    assert cut == Path((1, 2, 4, 6), (10, 13, 16))
+
+
+def test_shortcuts_keep_the_end_and_leave_no_one_step_detour():
+    """A random walk to a deciding state, cut short: it still replays and ends there, is never
+    longer, and no state on it reaches a state two or more steps later in one step."""
     config = ModelConfig(rf=2, protocol="hw-truncation", core=True)
     model = ReplicationModel(config)
-    s0 = model.init_states()[0]
-    a, s1 = model.successors(s0)[0]
-    b, back = next((b, t) for b, t in model.successors(s1) if t != s1)
-    cycle = Path((s0, s1, s0, s1, back), (a, *(x for x in [next(c for c, t in model.successors(s1) if t == s0)]), a, b)) \
-        if any(t == s0 for _, t in model.successors(s1)) else Path((s0, s1, back), (a, b))
-    cut = without_cycles(cycle)
-    assert cut.states[-1] == back and len(set(cut.states)) == len(cut.states)
-    short = shortcuts(model, cut, lambda s: s == back)
-    assert short.states[-1] == back and len(short) <= len(cut)
-    assert Replayer(model, lambda s: s == back).path(list(short.actions)) == short
+    rng = random.Random(3)
+    s, states, actions = model.init_states()[0], [], []
+    states.append(s)
+    for _ in range(30):
+        if not model.successors(s):
+            break
+        a, s = rng.choice(model.successors(s))
+        states.append(s)
+        actions.append(a)
+    walk = without_cycles(Path(tuple(states), tuple(actions)))
+    end = walk.states[-1]
+    assert len(walk) > 5
+    short = shortcuts(model, walk, lambda t: t == end)
+    assert short.states[-1] == end and len(short) <= len(walk)
+    assert Replayer(model, lambda t: t == end).path(list(short.actions)) == short
+    for i, t in enumerate(short.states):
+        reached = {u for _, u in model.successors(t)}
+        assert not reached & set(short.states[i + 2:]), i
 
 
 def test_check_model_simulate_exit_codes_and_report(tmp_path):
