@@ -107,7 +107,7 @@ def _valid(base: ModelConfig):
               help="Brokers that may lose power at once (then flush.messages is swept too).")
 @click.option("--restarts/--no-restarts", default=True, show_default=True,
               help="Brokers that went down come back (--no-restarts: every failure is permanent).")
-@click.option("--kafka-version", default=releases.NEWEST, show_default=True,
+@click.option("--kafka-version", default=releases.DEFAULT, show_default=True,
               help=f"Kafka release whose rules are checked, {releases.VERSIONS[0]} to {releases.NEWEST}.")
 @click.option("--rf", "rfs", default="3", show_default=True, callback=_rf_range, metavar="N|N..M",
               help="replication.factor, or a range of them to sweep (each one more is much slower).")

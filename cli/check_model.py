@@ -187,7 +187,7 @@ def _depth(ctx, param, value):
 def feature_options(command):
     """check-model's option for every Kafka feature (``config.FEATURES``), in their order."""
     for knob in reversed(FEATURES):
-        extra: dict = {"default": knob.default, "show_default": True, "help": knob.help}
+        extra: dict = {"default": knob.default, "show_default": knob.default is not None, "help": knob.help}
         if knob.parse:
             extra.update(type=str, callback=_parsed(knob.parse), show_default=False)
         elif knob.choices:
@@ -252,8 +252,8 @@ def feature_options(command):
                    "link is followed, a device or FIFO refused).")
 @click.option("--config", "kafka_pairs", multiple=True, metavar="KEY=VALUE",
               help="A setting in Kafka's own words (repeatable): replication.factor, min.insync.replicas, "
-                   "unclean.leader.election.enable, acks (all, -1, 1, 0), flush.messages; Kafka's other topic keys "
-                   "are listed as ignored.")
+                   "unclean.leader.election.enable, acks (all, -1, 1, 0), flush.messages, "
+                   "eligible.leader.replicas.version (0, 1); Kafka's other topic keys are listed as ignored.")
 @click.option("--topic-config", "topic_config", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="The topic's settings from a file: KEY=VALUE lines (.properties), or what kafka-configs.sh "
                    "--describe or kafka-topics.sh --describe print.")

@@ -49,6 +49,13 @@ def _flush(key: str, text: str) -> str:
     return "always" if _number(key, text) == 1 else "os"
 
 
+def _elr_version(key: str, text: str) -> bool:
+    """The KRaft feature eligible.leader.replicas.version (KIP-966): 1 keeps eligible leader replicas, 0 not."""
+    if text.strip() not in ("0", "1"):
+        raise UsageFailure(f"{key}={text}: expected 0 or 1")
+    return text.strip() == "1"
+
+
 # key -> (ModelConfig field, reading of Kafka's value)
 MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "replication.factor": ("rf", _number),
@@ -56,6 +63,7 @@ MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "unclean.leader.election.enable": ("unclean_election", _switch),
     "acks": ("acks", _acks),
     "flush.messages": ("flush", _flush),
+    "eligible.leader.replicas.version": ("elr", _elr_version),  # a cluster feature, not a topic's key
 }
 # Kafka's topic keys that no modelled behaviour depends on
 IGNORED = frozenset("""
@@ -156,13 +164,16 @@ def _topics_describe(line: str, where: str, settings: KafkaSettings) -> None:
 def kafka_values(config: Any) -> dict[str, str]:
     """The configuration as Kafka's keys and values (the report's echo); flush.messages
     unset is Kafka's default, left to the operating system."""
-    return {
+    values = {
         "replication.factor": str(config.rf),
         "min.insync.replicas": str(config.min_isr),
         "unclean.leader.election.enable": "true" if config.unclean_election else "false",
         "flush.messages": "1" if config.flush == "always" else "unset",
         "acks": config.acks,
     }
+    if config.release is not None and config.release.kraft:
+        values["eligible.leader.replicas.version"] = "1" if config.elr else "0"
+    return values
 
 
 def in_kafka_words(config: Any) -> str:

@@ -27,9 +27,9 @@ cache. They restart as crashed brokers do.
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT, FAULT, Param
-from .fields import (KAFKA, NONE, alive, crashes, disk_losses, power_losses, quorum_epoch, restart_fencing, restarts,
-                     truncate, unflushed)
-from .words import fmt_log
+from .fields import (KAFKA, NONE, alive, crashes, disk_losses, eligible_leaders, power_losses, quorum_epoch,
+                     restart_fencing, restarts, truncate, unflushed)
+from .words import fmt_isr, fmt_log
 
 
 def _forget(s, x, r: int) -> None:
@@ -80,7 +80,9 @@ def _restart_words(before, after, a) -> str:
     r = a["replica"]
     fenced_at = after.replicas[r].leader_epoch
     ignores = f"; it ignores requests of epoch {fenced_at} and older" if fenced_at is not None else ""
-    return f"broker {r} restarts with log {fmt_log(after, r)} and HWM {after.replicas[r].hw}{ignores}"
+    unclean = (f"; the controller sees an unclean shutdown and removes it from the ELR: {fmt_isr(after.elr)}"
+               if r in before.elr else "")
+    return f"broker {r} restarts with log {fmt_log(after, r)} and HWM {after.replicas[r].hw}{ignores}{unclean}"
 
 
 @KAFKA.family(
@@ -95,7 +97,7 @@ def BrokerRestart(s, x, replica):
     yield x.not_(alive(s, r))
     if restart_fencing(s.cfg):  # the controller has handled the bounce as a failure
         yield x.last_leader(s.requests) != r
-        yield x.or_(x.not_(x.has(q, r)), x.only(q, r))
+        yield x.not_(x.has(q, r)) if eligible_leaders(s.cfg) else x.or_(x.not_(x.has(q, r)), x.only(q, r))
     s.hw[r] = x.min(s.hw[r], x.length(s.log[r]))
     if restart_fencing(s.cfg):
         qep = quorum_epoch(s, x)
@@ -106,6 +108,8 @@ def BrokerRestart(s, x, replica):
     s.isr[r] = x.brokers()
     s.leader_since[r] = NONE
     s.crash_mark[r] = NONE
+    if s.keeps("elr"):  # no clean-shutdown marker: it may lack what made it eligible (KIP-966)
+        s.elr = x.drop(s.elr, r)
 
 
 def _members(brokers: int, rf: int) -> list[int]:

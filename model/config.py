@@ -66,7 +66,8 @@ class ModelConfig:
     flush: str = "os"
     restarts: bool = True
     fairness: str = "weak"  # what the liveness properties assume of the system's steps (no state of its own)
-    kafka_version: str | None = None  # None: the newest release of the protocol revision
+    kafka_version: str | None = None  # None: the default release, or the newest of the protocol revision
+    elr: bool | None = None  # eligible leader replicas (KIP-966); None: what the release does for a new cluster
 
     def __post_init__(self) -> None:
         if self.log_size is None:
@@ -86,12 +87,14 @@ class ModelConfig:
         if version is None:
             if self.protocol is not None and self.protocol not in REVISIONS:
                 return
-            version = releases.newest_with(self.protocol) if self.protocol else releases.NEWEST
+            version = releases.newest_with(self.protocol) if self.protocol else releases.DEFAULT
         try:
             release = releases.find(str(version))
         except ValueError:
             return
         object.__setattr__(self, "kafka_version", release.version)
+        if self.elr is None:
+            object.__setattr__(self, "elr", release.elr_default)
         if self.protocol is None:
             object.__setattr__(self, "protocol", release.revision)
 
@@ -240,6 +243,28 @@ def _release_words(c: ModelConfig) -> str:
     return f"Kafka {c.kafka_version} ({', '.join(release.rules())})" if release else ""
 
 
+def _elr_problem(c: ModelConfig) -> str:
+    release = c.release
+    if c.elr and release is not None and not release.kraft:
+        return (f"--elr needs Kafka 4.0 or later: eligible leader replicas (KIP-966) are kept by the KRaft "
+                f"controller, and --kafka-version {c.kafka_version} is checked with ZooKeeper's")
+    return ""
+
+
+def _elr_words(c: ModelConfig) -> str:
+    release = c.release
+    if release is None or not release.kraft:
+        return ""
+    return "ELR on" if c.elr else "ELR off"
+
+
+def _elr_slug(c: ModelConfig) -> str:
+    release = c.release
+    if release is None or c.elr == release.elr_default:
+        return ""
+    return "elr" if c.elr else "noelr"
+
+
 def _crash_words(c: ModelConfig) -> str:
     return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
 
@@ -247,10 +272,16 @@ def _crash_words(c: ModelConfig) -> str:
 FEATURES: tuple[Knob, ...] = (
     Knob("kafka_version", "--kafka-version",
          f"Kafka release whose rules are checked, X.Y or X.Y.Z, {releases.VERSIONS[0]} to {releases.NEWEST} "
-         f"[default: {releases.NEWEST}, or the newest release of --protocol].", None,
+         f"[default: {releases.DEFAULT}, or the newest release of --protocol].", None,
          parse=lambda text: releases.find(text).version, check=_release_problem, words=_release_words,
          slug=lambda c: f"kafka{c.kafka_version}", column="Kafka", cell=_unless_core(lambda c: c.kafka_version, "-"),
          shared=_unless_core(lambda c: f"Kafka {c.kafka_version}"), rank=0),
+    Knob("elr", "--elr/--no-elr",
+         "Eligible leader replicas (KIP-966, KRaft releases): replicas that leave the ISR while it is below "
+         "min.insync.replicas stay electable [default: the release's for a new cluster: off in 4.0, on from 4.1].",
+         False, check=_elr_problem, words=_elr_words, slug=_elr_slug,
+         column="ELR", cell=lambda c: ("on" if c.elr else "off") if c.release and c.release.kraft else "-",
+         shared=lambda c: _elr_words(c), rank=10),
     Knob("acks", "--acks", "Producer acks: all (or -1, Kafka's other name for it), 1 or 0 [default: all].", "0",
          choices=ACKS,
          parse=lambda text: "all" if text == "-1" else text,

@@ -91,6 +91,11 @@ def strict_min_isr(cfg: ModelConfig) -> bool:
     return cfg.release is not None and cfg.release.strict_min_isr
 
 
+def eligible_leaders(cfg: ModelConfig) -> bool:
+    """KIP-966 (KRaft, ``--elr``): the controller keeps eligible leader replicas."""
+    return kafka(cfg) and bool(cfg.elr)
+
+
 def _records(cfg: ModelConfig) -> int:
     return cfg.max_records
 
@@ -123,6 +128,9 @@ FIELDS = (
     Field("quorum_isr", Brokers(), False, lambda c: frozenset(range(c.rf)), "quorumState.isr", "the quorum ISR"),
     Field("requests", RequestsKind(), False, lambda c: (), "leaderAndIsrRequests",
           "the LeaderAndIsr requests sent, one per epoch: their count is the next leader epoch"),
+    Field("elr", Brokers(), False, lambda c: frozenset(), "quorumState.elr",
+          "the controller's eligible leader replicas (KIP-966): left the ISR while it was below min ISR",
+          when=eligible_leaders, default=frozenset()),
     Field("crashes", Count(lambda c: c.crashes), False, lambda c: 0, "crashes", "broker crashes so far",
           when=crashes, default=0, itf_when=kafka, shown="counter", label="crashes"),
     Field("disk_losses", Count(lambda c: c.disk_loss), False, lambda c: 0, "diskLosses",
@@ -274,6 +282,29 @@ def can_elect(s: Any, x: Any) -> Any:
     """An epoch is left for a new LeaderAndIsr request (no bound in the unbounded mode)."""
     bound = s.cfg.max_leader_epoch
     return True if bound is None else s.memo("can_elect", lambda: x.sent(s.requests) <= bound)
+
+
+def set_quorum_isr(s: Any, x: Any, new: Any) -> None:
+    """The controller's ISR becomes ``new``; with ELR (KIP-966) the eligible leader replicas
+    follow it as ``PartitionChangeBuilder.maybePopulateTargetElr`` has them: none while the
+    ISR has min ISR members, else the old ELR and ISR less the new ISR."""
+    old = s.quorum_isr
+    s.quorum_isr = new
+    if s.keeps("elr"):
+        below = x.size(new) < s.cfg.min_isr
+        candidates = x.union(s.elr, old)
+        kept = x.brokers()
+        for b in range(s.cfg.rf):
+            kept = x.put(kept, b, x.and_(below, x.has(candidates, b), x.not_(x.has(new, b))))
+        s.elr = kept
+
+
+def last_known_leader_is(s: Any, x: Any, b: int) -> Any:
+    """With ELR: broker b led when a change first emptied the ISR (``lastKnownElr``, which
+    KIP-966's code keeps as the last leader). Only a controller request empties the ISR, and
+    none follows while it stays empty, so b is the leader of the request before the newest."""
+    R = s.requests
+    return s.memo(("last_known_leader", b), lambda: x.and_(x.sent(R) >= 2, x.leader_of(R, x.sent(R) - 2) == b))
 
 
 def expose(s: Any, x: Any, ids: Any, by_true_leader: Any) -> None:

@@ -24,7 +24,7 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import restart_fencing, strict_min_isr, unflushed
+from .fields import eligible_leaders, restart_fencing, strict_min_isr, unflushed
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -66,6 +66,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     max_disk = cfg.disk_loss if kafka else 0
     max_power = cfg.power_loss if kafka else 0
     in_cache = unflushed(cfg)  # --flush os: a log suffix may be in the page cache only
+    elr_on = eligible_leaders(cfg)  # KIP-966: the controller keeps eligible leader replicas
 
     SH = L.local_shift
     read_replicas = replica_reader([LocalInfo(L)] * rf, SH, L.local_mask)
@@ -100,6 +101,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     CTRL_SH = QI_SH
     CTRL_M = (1 << (SLOT_SH[-1] + L.slots[-1].bits - QI_SH)) - 1
     assert NLE_SH == QI_SH + F["quorum_isr"].bits and SLOT_SH[0] == NLE_SH + F["requests"].bits
+    ELR_SH = F["elr"].shift if elr_on else 0  # the ELR, declared after the requests, ends the block
+    if elr_on:
+        assert ELR_SH == SLOT_SH[-1] + L.slots[-1].bits
+        CTRL_M = (1 << (ELR_SH + F["elr"].bits - QI_SH)) - 1
     CR_SH, CR_M = (F["crashes"].shift, F["crashes"].mask) if "crashes" in F else (0, 0)
     DL_SH, DL_M = (F["disk_losses"].shift, F["disk_losses"].mask) if "disk_losses" in F else (0, 0)
     PL_SH, PL_M = (F["power_losses"].shift, F["power_losses"].mask) if "power_losses" in F else (0, 0)
@@ -118,6 +123,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     A_CRASH, A_DISK, A_RESTART = base.get("BrokerCrash", -1), base.get("BrokerCrashDiskLoss", -1), base.get("BrokerRestart", -1)
     can_restart = A_RESTART >= 0  # --no-restarts: the family is not in the catalogue
     A_POWER, A_FLUSH = base.get("PowerLoss", -1), base.get("OsFlush", -1)
+    A_LAST = base.get("ControllerElectLastLeader", -1)
     OUTAGES = [(m, MEMBERS[m], POP[m]) for m in range(1, 1 << rf)]  # PowerLoss's parameter: a set of brokers
     NEP1 = ME + 1
 
@@ -132,44 +138,69 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             t += ((c | ids) - c) << CM_SH
         return t
 
+    def elr_delta(elr: int, qisr: int, ni: int) -> int:
+        """The ELR's change when the ISR goes from qisr to ni (``fields.set_quorum_isr``)."""
+        if not elr_on:
+            return 0
+        nelr = (elr | qisr) & ~ni if POP[ni] < min_isr else 0
+        return (nelr - elr) << ELR_SH
+
     class QuorumCache(dict):
         """controller state -> what the successor function needs of it, computed once per
         distinct controller state: (quorum ISR, request count, quorum leader, quorum epoch,
-        controller moves, unclean moves, quorum members, requests newest first, deposed)."""
+        controller moves, unclean moves, quorum members, requests newest first, deposed,
+        ELR, last-known-leader moves, unclean vetoes)."""
 
         def __missing__(self, key: int) -> tuple:
             qisr = key & QI_M
             nle = (key >> (NLE_SH - QI_SH)) & NLE_M
             slots = [(key >> (SLOT_SH[e] - QI_SH)) & SLOT_M for e in range(nle)]
             qlead = SLOT_LEADER[slots[-1]] if nle else -1
+            elr = (key >> (ELR_SH - QI_SH)) & N_ISR - 1 if elr_on else 0
+            # with ELR, the leader when the ISR first emptied (``fields.last_known_leader_is``)
+            lkl = SLOT_LEADER[slots[-2]] if elr_on and nle >= 2 and not qisr else -1
             # (action, delta, broker that must be alive or -1, brokers that must all be down)
             ctrl: list[tuple[int, int, int, int]] = []
             unclean_moves: list[tuple[int, int, int]] = []
+            last_moves: list[tuple[int, int, int]] = []
             if nle <= ME:
                 ssh = SLOT_SH[nle]
                 for r in MEMBERS[qisr]:
-                    if r != qlead:
-                        ctrl.append((A_ELECT + r, NLE_UNIT + (((r + 1) * N_ISR + qisr) << ssh), r, 0))
+                    if r != qlead:  # (the ELR drops the new leader: a no-op, the two being disjoint)
+                        ctrl.append((A_ELECT + r, NLE_UNIT + (((r + 1) * N_ISR + qisr) << ssh) - ((elr & 1 << r) << ELR_SH),
+                                     r, 0))
+                if elr_on and not qisr:  # the ISR empty: a live ELR member, its ISR itself alone
+                    for r in MEMBERS[elr]:
+                        if r == qlead:
+                            continue
+                        ni = 1 << r
+                        ctrl.append((A_ELECT + r, NLE_UNIT + (((r + 1) * N_ISR + ni) << ssh) + (ni << QI_SH)
+                                     - (ni << ELR_SH), r, 0))
                 for r in R:
                     bit = 1 << r
                     if qlead == r:
-                        nl, ni = -1, (qisr if qisr == bit else qisr & ~bit)
+                        nl, ni = -1, (qisr if qisr == bit and not elr_on else qisr & ~bit)
                         down = qisr & ~bit if kafka else 0  # Kafka: only when no other ISR member is alive
-                    elif qisr & bit and not (kafka and qisr == bit):  # Kafka keeps the last ISR member
+                    elif qisr & bit and not (kafka and qisr == bit and not elr_on):  # ZooKeeper keeps the last member
                         nl, ni, down = qlead, qisr & ~bit, 0
                     else:
                         continue
-                    delta = NLE_UNIT + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH)
+                    delta = NLE_UNIT + (((nl + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH) + elr_delta(elr, qisr, ni)
                     ctrl.append((A_CSHRINK + r, delta, -1, down))
                 if kafka and qlead >= 0:
                     # Kafka's failover: in one LeaderAndIsr, a live ISR member leads and the old leader leaves
                     ni = qisr & ~(1 << qlead)
+                    d = NLE_UNIT + ((ni - qisr) << QI_SH) + elr_delta(elr, qisr, ni)
                     for r in MEMBERS[ni]:
-                        ctrl.append((A_FAILOVER + r, NLE_UNIT + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), r, 0))
+                        ctrl.append((A_FAILOVER + r, d + (((r + 1) * N_ISR + ni) << ssh), r, 0))
                 if unclean:
                     for r in R:
                         ni = 1 << r
-                        unclean_moves.append((A_UNCLEAN + r, NLE_UNIT + (((r + 1) * N_ISR + ni) << ssh) + ((ni - qisr) << QI_SH), r))
+                        unclean_moves.append((A_UNCLEAN + r, NLE_UNIT + (((r + 1) * N_ISR + ni) << ssh)
+                                              + ((ni - qisr) << QI_SH) - (elr << ELR_SH), r))
+                if lkl >= 0 and not elr:  # KIP-966's last known leader, the ISR and ELR both empty
+                    ni = 1 << lkl
+                    last_moves.append((A_LAST + lkl, NLE_UNIT + (((lkl + 1) * N_ISR + ni) << ssh) + (ni << QI_SH), lkl))
             # the last ISR member that the controller has just failed as leader counts as down
             deposed = -1
             if nle >= 2 and qlead < 0 and SLOT_LEADER[slots[-2]] >= 0 and qisr == 1 << SLOT_LEADER[slots[-2]]:
@@ -178,7 +209,11 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             leader_reqs = tuple(
                 (SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in reversed(list(enumerate(slots))) if SLOT_LEADER[v] >= 0
             )
-            value = self[key] = (qisr, nle, qlead, nle - 1, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr], leader_reqs, deposed)
+            # with ELR an unclean election waits while the ISR is empty and an ELR member, or the
+            # last known leader (the ELR empty too), is alive: brokers any of which vetoes it
+            vetoes = (MEMBERS[elr] if elr else (lkl,) if lkl >= 0 else ()) if elr_on and not qisr else ()
+            value = self[key] = (qisr, nle, qlead, nle - 1, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr],
+                                 leader_reqs, deposed, elr, tuple(last_moves), vetoes)
             return value
 
     QUORUM = QuorumCache()
@@ -187,7 +222,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         out: list[tuple[int, int]] = []
         app = out.append
         nid = (s >> NID_SH) & NID_M
-        qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs, deposed = QUORUM[(s >> CTRL_SH) & CTRL_M]
+        (qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs, deposed, elr, last_moves,
+         vetoes) = QUORUM[(s >> CTRL_SH) & CTRL_M]
         hw, ep, ld, isr, ln, lg, meta, life, since, fl = zip(*read_replicas(s))
 
         # ---- controller: elect, shrink (failure detection), fail over, elect uncleanly -------------
@@ -197,7 +233,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if down and any(not life[r] for r in MEMBERS[down]):
                 continue
             app((a, s + d))
-        if unclean_moves:
+        if unclean_moves and all(life[r] for r in vetoes):
             for r in qmembers:
                 if not life[r] and r != deposed:
                     break  # a live ISR member the controller counts: only a clean election
@@ -205,6 +241,9 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 for a, d, r in unclean_moves:
                     if not life[r] and r != deposed:
                         app((a, s + d))
+        for a, d, r in last_moves:
+            if not life[r]:
+                app((a, s + d))
 
         # ---- BecomeLeader: a replica applies a newer request naming itself ------------------------
         oldest = min(ep)
@@ -311,7 +350,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     lagging = not (ld[f] == r and (end == 0 or end <= ln[f]))
                 if lagging:
                     ni = ci & ~(1 << f)
-                    app((A_SHRINK + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])))
+                    app((A_SHRINK + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])
+                         + elr_delta(elr, qisr, ni)))
             for f in NOT_MEMBERS[ci]:
                 if ld[f] != r:
                     continue
@@ -328,7 +368,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 elif h > 0 and not (h <= end and h <= ln[f]):
                     continue
                 ni = ci | (1 << f)
-                app((A_EXPAND + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])))
+                app((A_EXPAND + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])
+                     + elr_delta(elr, qisr, ni)))
 
         # ---- FollowerFetch: copy the next record from the believed leader --------------------------
         for f in R:
@@ -360,15 +401,16 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         wiped = DEAD_META_BASE + nid * U_LIFE
                         app((A_DISK + r, s + (1 << CR_SH) + (1 << DL_SH) + ((wiped - meta[r] - (lg[r] << MB)) << SH[r])))
         for r in R if can_restart else ():
-            if not life[r] or (kip380 and (r == qlead or (qisr >> r & 1 and qisr != 1 << r))):
+            if not life[r] or (kip380 and (r == qlead or (qisr >> r & 1 and (qisr != 1 << r or elr_on)))):
                 # KIP-380: the controller handles a bounce as a failure first: leadership
-                # moves away and the broker leaves the ISR, unless it is the last member
+                # moves away and the broker leaves the ISR, unless it is the last member (ZooKeeper)
                 continue
             nh = hw[r] if hw[r] < ln[r] else ln[r]
             back = nh * U_HW + (qep if kip380 and qep > 0 else 0) * U_EP  # epoch qep - 1: KIP-380 fencing
             if in_cache:
                 back += fl[r] * U_FL
-            app((A_RESTART + r, s + ((back - meta[r]) << SH[r])))
+            unclean_shutdown = (elr >> r & 1) << r << ELR_SH  # KIP-966: it leaves the ELR
+            app((A_RESTART + r, s + ((back - meta[r]) << SH[r]) - unclean_shutdown))
         if max_power:
             # ---- power losses: several brokers at once, each down with what it had flushed ------
             room = max_power - ((s >> PL_SH) & PL_M)

@@ -28,8 +28,8 @@ the model validates min-isr against rf, so the minimum is ``--min-isr``.
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT
-from .fields import KAFKA, alive, expose, fenced, kafka, leads, strict_min_isr, true_leader_is
-from .words import fmt_ids, fmt_isr
+from .fields import KAFKA, alive, expose, fenced, kafka, leads, set_quorum_isr, strict_min_isr, true_leader_is
+from .words import elr_change, fmt_ids, fmt_isr
 
 
 def _write_words(before, after, a) -> str:
@@ -132,9 +132,10 @@ def _caught_up(s, x, r: int, f: int):
 
 
 def _set_isr(s, x, r: int, new) -> None:
-    """The true leader's ISR change: its cached ISR and the quorum's, no new epoch."""
+    """The true leader's ISR change: its cached ISR and the quorum's, no new epoch (with ELR,
+    KIP-966, the controller's ELR follows the change)."""
     s.isr[r] = new
-    s.quorum_isr = new
+    set_quorum_isr(s, x, new)
 
 
 @KAFKA.family(
@@ -142,7 +143,8 @@ def _set_isr(s, x, r: int, new) -> None:
     # a live follower of this leader would catch up by fetching: dropping it is the
     # slow-follower fault (replica.lag.time.max.ms passed), not failure handling
     fault_when=lambda s, x, leader, follower: x.and_(alive(s, follower), s.leader[follower] == leader),
-    describe=lambda b, a, p: f"leader broker {p['leader']} removes lagging broker {p['follower']} from the ISR: {fmt_isr(a.quorum.isr)}",
+    describe=lambda b, a, p: (f"leader broker {p['leader']} removes lagging broker {p['follower']} from the ISR: "
+                              f"{fmt_isr(a.quorum.isr)}{elr_change(b, a)}"),
     short=lambda b, a, p: f"leader {p['leader']} drops {p['follower']} from ISR",
 )
 def LeaderShrinkIsr(s, x, leader, follower):
@@ -155,7 +157,8 @@ def LeaderShrinkIsr(s, x, leader, follower):
 
 @KAFKA.family(
     params=(BROKER("leader"), BROKER("follower")),
-    describe=lambda b, a, p: f"leader broker {p['leader']} adds caught-up broker {p['follower']} to the ISR: {fmt_isr(a.quorum.isr)}",
+    describe=lambda b, a, p: (f"leader broker {p['leader']} adds caught-up broker {p['follower']} to the ISR: "
+                              f"{fmt_isr(a.quorum.isr)}{elr_change(b, a)}"),
     short=lambda b, a, p: f"leader {p['leader']} adds {p['follower']} to ISR",
 )
 def LeaderExpandIsr(s, x, leader, follower):

@@ -2,11 +2,15 @@
 
 A release is a protocol revision of the published specification plus the rules Kafka
 added since, each a switch that the families read (``fields.restart_fencing``,
-``fields.strict_min_isr``). Where each rule comes from, with the commit and the pull
-request, is written down in ``docs/kafka-versions.md``.
+``fields.strict_min_isr``, ``fields.elr``). Where each rule comes from, with the commit and
+the pull request, is written down in ``docs/kafka-versions.md``.
 
-The model's controller is ZooKeeper's: releases from 4.0 run only in KRaft mode, which
-is not modelled yet, and are refused by name rather than checked under the wrong rules.
+Releases to 3.9 are checked with ZooKeeper's controller; 4.0 and 4.1 run only in KRaft
+mode, whose controller may keep eligible leader replicas (KIP-966, ``--elr``: off by
+default in 4.0, on for a new 4.1 cluster). The model's KRaft controller applies an ISR
+change at once: AlterPartition's pending state (the leader counting the maximal ISR
+until the controller answers) is not modelled yet, which is why the default release
+stays 3.9 (``DEFAULT``) while 4.0 and 4.1 are checked when named.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ class Release:
     revision: str  # the published specification's revision: truncation and fencing rules
     restart_fencing: bool = False  # KIP-380 (2.2): broker epochs; a bounce is handled as a failure
     strict_min_isr: bool = False  # KAFKA-15583 (3.7): no HWM advance while the ISR is below min ISR
+    kraft: bool = False  # KRaft mode only (4.0+): the controller can keep eligible leader replicas
+    elr_default: bool = False  # KIP-966's ELR on for a new cluster of this release (4.1+)
 
     def rules(self) -> list[str]:
         """The rules checked, in the words of the KIPs and JIRAs that introduced them."""
@@ -31,7 +37,7 @@ class Release:
             words.append("KIP-380 broker epochs")
         if self.strict_min_isr:
             words.append("strict min ISR (KAFKA-15583)")
-        words.append("ZooKeeper controller")
+        words.append("KRaft controller" if self.kraft else "ZooKeeper controller")
         return words
 
 
@@ -54,10 +60,13 @@ RELEASES: tuple[Release, ...] = (
     *_line("2.1", "kip-320"),
     *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2 3.3 3.4 3.5 3.6", "kip-320", restart_fencing=True),
     *_line("3.7 3.8 3.9", "kip-320", restart_fencing=True, strict_min_isr=True),
+    *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True),
+    *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, elr_default=True),
 )
 BY_VERSION = {r.version: r for r in RELEASES}
 VERSIONS = tuple(BY_VERSION)
 NEWEST = RELEASES[-1].version
+DEFAULT = "3.9"  # the newest release whose controller the model follows in full (see the module docstring)
 # patch releases whose rules differ from their line's first release, which the model does not have
 PATCH_CHANGES = {
     "2.0": (1, "backported KAFKA-7128 (a follower joins the ISR only once it reached the leader's epoch start), "
@@ -66,7 +75,10 @@ PATCH_CHANGES = {
 
 
 def newest_with(revision: str) -> str:
-    """The newest release whose truncation rules are ``revision`` (what ``--protocol`` alone means)."""
+    """The release that ``--protocol`` alone means: the default where it has that revision,
+    else the newest release whose truncation rules are ``revision``."""
+    if BY_VERSION[DEFAULT].revision == revision:
+        return DEFAULT
     return [r.version for r in RELEASES if r.revision == revision][-1]
 
 
@@ -80,9 +92,6 @@ def find(text: str) -> Release:
         if version in PATCH_CHANGES and patch >= PATCH_CHANGES[version][0]:
             raise ValueError(f"Kafka {text.strip()} {PATCH_CHANGES[version][1]}")
         return BY_VERSION[version]
-    if m and (int(m.group(1)), int(m.group(2))) >= (4, 0):
-        raise ValueError(
-            f"Kafka {version} runs only in KRaft mode, which isrcheck does not model yet; "
-            f"the newest modelled release is {NEWEST} (ZooKeeper mode)"
-        )
+    if m and (int(m.group(1)), int(m.group(2))) > tuple(map(int, NEWEST.split("."))):
+        raise ValueError(f"Kafka {version} is newer than the newest modelled release, {NEWEST}")
     raise ValueError(f"{text!r} is not a modelled Kafka release; choose one of {', '.join(VERSIONS)}")

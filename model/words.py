@@ -9,6 +9,13 @@ def fmt_isr(isr: frozenset[int]) -> str:
     return "{" + ", ".join(str(r) for r in sorted(isr)) + "}"
 
 
+def elr_change(before: Any, after: Any) -> str:
+    """'', or the controller's new eligible leader replicas (KIP-966) in a narration's words."""
+    if before.elr == after.elr:
+        return ""
+    return f"; eligible leader replicas (ELR) {fmt_isr(after.elr)}"
+
+
 def fmt_log(ps: Any, r: int) -> str:
     return "[" + " ".join(str(x) for x in ps.replicas[r].log) + "]"
 

@@ -14,7 +14,7 @@ import random
 from hypothesis import strategies as st
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicaState, Request
-from isrcheck.model.fields import unflushed
+from isrcheck.model.fields import eligible_leaders, unflushed
 
 
 def replica_sets(rf: int):
@@ -64,6 +64,7 @@ def partition_states(config: ModelConfig, distinct_ids: bool = False):
             acked=draw(ids) if kafka and config.acks != "0" else frozenset(),
             committed=draw(ids) if kafka else frozenset(),
             readable=draw(ids) if kafka and config.consumer else frozenset(),
+            elr=draw(replica_sets(rf)) if eligible_leaders(config) else frozenset(),
         )
 
     return state()
@@ -83,3 +84,30 @@ def walk_states(model, walks: int = 40, length: int = 40, seed: int = 7) -> list
             s = rng.choice(nexts)[1]
             seen.setdefault(s)
     return list(seen)
+
+
+def paths_to_every_family(model, states: list[int], limit: int = 300_000) -> list[int]:
+    """``states`` plus, for each family that none of them enables, the states of a
+    breadth-first shortest path to one that does (rare steps that walks miss, such as
+    KIP-966's election of the last known leader after two unclean restarts)."""
+    name = [model.catalogue[a].name for a in range(len(model.catalogue))]
+    missing = set(name) - {name[a] for s in states for a, _ in model.successors(s)}
+    init = model.init_states()[0]
+    parent: dict[int, int | None] = {init: None}
+    frontier, found = [init], dict.fromkeys(states)
+    while missing and frontier and len(parent) < limit:
+        nxt = []
+        for s in frontier:
+            for a, t in model.successors(s):
+                if name[a] in missing:
+                    missing.discard(name[a])
+                    u: int | None = s
+                    while u is not None:
+                        found.setdefault(u)
+                        u = parent[u]
+                if t not in parent:
+                    parent[t] = s
+                    nxt.append(t)
+        frontier = nxt
+    return list(found)
+

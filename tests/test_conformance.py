@@ -32,7 +32,7 @@ from isrcheck.model.symbolic import SymbolicModel
 from isrcheck.properties import BY_NAME, PROPERTIES, select, verdict
 from isrcheck.properties.symbolic import goal
 
-from .strategies import partition_states, walk_states
+from .strategies import partition_states, paths_to_every_family, walk_states
 
 CONFIGS = [
     ModelConfig(rf=2, protocol="hw-truncation", core=True),
@@ -49,6 +49,9 @@ CONFIGS = [
     ModelConfig(rf=2, acks="all", min_isr=2, crashes=1, disk_loss=1, power_loss=2, max_records=1),  # unflushed writes
     ModelConfig(rf=3, acks="1", crashes=0, power_loss=2, flush="always", max_records=1, max_leader_epoch=1),
     ModelConfig(rf=3, acks="all", min_isr=2, crashes=2, restarts=False, max_records=1),  # permanent failures
+    # KIP-966's ELR: with lossy and plain crashes, with unclean election and power losses
+    ModelConfig(rf=3, kafka_version="4.1", min_isr=2, crashes=2, disk_loss=1, max_records=1),
+    ModelConfig(rf=2, kafka_version="4.0", elr=True, min_isr=2, crashes=1, unclean_election=True, power_loss=1),
 ]
 FAMILY_CASES = [(c, f.name) for c in CONFIGS for f in KAFKA.families if f.kept(c)]
 # graph properties too: their target (``holds``) is a state predicate like any other
@@ -64,7 +67,7 @@ class Forms:
         self.sym = SymbolicModel(config)
         self.s = self.sym.fresh("s")
         self.transitions: dict[int, tuple] = {}
-        self.walked = walk_states(self.model, walks=40, length=40)
+        self.walked = paths_to_every_family(self.model, walk_states(self.model, walks=40, length=40))
         for state in self.walked:  # the fused function: the same successors, in the registry's order
             assert self.model.successors(state) == self.model.derived(state), f"fused: {self.model.decode(state)}"
         self.reference = {state: dict(self.model.derived(state)) for state in self.walked}

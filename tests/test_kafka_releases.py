@@ -9,7 +9,7 @@ lengths are the breadth-first shortest, pinned once measured.
 import pytest
 
 from isrcheck.model import ConfigError, ModelConfig, ReplicationModel
-from isrcheck.model.releases import NEWEST, find
+from isrcheck.model.releases import DEFAULT, find
 
 from .clitools import run_cli, run_json
 from .conftest import run_bfs
@@ -109,14 +109,14 @@ def test_committed_stored_tells_lost_data_apart_from_no_leader_since():
 def test_a_release_is_named_by_its_line_and_a_patch_release_shares_its_rules():
     assert find("3.7.1").version == "3.7" and find(" 2.2 ").version == "2.2"
     assert ModelConfig(kafka_version="3.7.2").kafka_version == "3.7"
-    assert ModelConfig().kafka_version == NEWEST and ModelConfig().release.strict_min_isr
+    assert ModelConfig().kafka_version == DEFAULT and ModelConfig().release.strict_min_isr
     assert ModelConfig(protocol="kip-101").kafka_version == "1.1"  # --protocol alone: its newest release
     assert ModelConfig(kafka_version="2.0").protocol == "kip-279"
     assert ModelConfig(core=True).release is None
 
 
 @pytest.mark.parametrize("version,words", [
-    ("4.1", "runs only in KRaft mode"), ("0.9", "not a modelled Kafka release"), ("3.x", "not a modelled"),
+    ("4.2", "newer than the newest modelled release, 4.1"), ("0.9", "not a modelled Kafka release"), ("3.x", "not a modelled"),
     ("٣.٧", "not a modelled"),
 ])
 def test_an_unknown_or_unmodelled_release_is_refused_in_one_line(version, words):
@@ -140,7 +140,7 @@ def test_the_header_and_the_json_say_which_release_and_rules_were_checked(tmp_pa
 
 
 @pytest.mark.parametrize("args,words", [
-    (("--kafka-version", "4.0"), "runs only in KRaft mode"),
+    (("--kafka-version", "5.0"), "newer than the newest modelled release"),
     (("--kafka-version", "2.0.1"), "backported KAFKA-7128"),
     (("--kafka-version", "2.0", "--protocol", "kip-320"), "disagrees with --kafka-version 2.0"),
     (("--kafka-version", "3.7", "--core"), "cannot be used with --core"),

@@ -1,0 +1,107 @@
+"""Eligible leader replicas (KIP-966, Kafka 4.0 and 4.1 on KRaft; issue 16).
+
+Each expected outcome was written from KIP-966, the 4.0 and 4.1 documentation and
+``PartitionChangeBuilder`` (apache/kafka 1eb76443) before the checker ran; the lengths
+are the breadth-first shortest, pinned once measured (docs/kafka-versions.md).
+"""
+
+import pytest
+
+from isrcheck.model import ConfigError, ModelConfig, ReplicationModel
+
+from .clitools import run_cli, run_json
+from .conftest import run_bfs
+from .sparktools import assert_agrees_with_bfs, run_spark
+from .test_z3_engine import assert_replays, verdicts
+from .z3_support import run_z3
+
+# KIP-966: fewer unclean shutdowns than min ISR lose nothing once the ELR keeps the
+# replicas that left the ISR below min ISR; without it the last replica standing loses.
+# name -> (config without ELR (4.0's default), property, shortest violation without ELR)
+PAIRS = {
+    "disk loss rf 2": (ModelConfig(rf=2, min_isr=2, disk_loss=1, kafka_version="4.0"), "committed-survive", 12),
+    "disk loss rf 3": (ModelConfig(rf=3, min_isr=2, disk_loss=1, kafka_version="4.0", max_records=1),
+                       "committed-survive", 13),
+    "power loss rf 2": (ModelConfig(rf=2, min_isr=2, crashes=0, power_loss=1, kafka_version="4.0"),
+                        "committed-stored", 13),
+}
+
+
+def _outcome(result, prop):
+    r = result.by_name(prop)
+    return (r.status, r.trace_length)
+
+
+@pytest.mark.parametrize("name", PAIRS)
+@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+def test_elr_keeps_what_the_last_replica_standing_loses_and_both_kernels_agree(name, kernel):
+    config, prop, length = PAIRS[name]
+    assert _outcome(run_bfs(config, [prop], kernel=kernel), prop) == ("violated", length)
+    assert _outcome(run_bfs(config.with_changes(elr=True), [prop], kernel=kernel), prop) == ("holds", None)
+
+
+@pytest.mark.parametrize("name", ["disk loss rf 2", "disk loss rf 3"])
+def test_z3_agrees_with_bfs_on_both_sides_of_elr(name):
+    config, prop, length = PAIRS[name]
+    found = run_z3(config, [prop])
+    assert verdicts(found) == {prop: ("violated", length)}
+    assert_replays(config, found)
+    with_elr = config.with_changes(elr=True)
+    assert verdicts(run_z3(with_elr, [prop], max_depth=length)) == verdicts(run_bfs(with_elr, [prop], max_depth=length))
+
+
+def test_spark_local_agrees_with_bfs_with_elr():
+    config = PAIRS["disk loss rf 2"][0].with_changes(elr=True, crashes=2)
+    props = ["committed-survive", "committed-stored", "weak-isr"]
+    assert_agrees_with_bfs(config, run_spark(config, props, master="local[2]"), properties=props)
+
+
+def test_4_1_keeps_the_elr_for_a_new_cluster_and_4_0_does_not():
+    assert ModelConfig(kafka_version="4.1").elr and not ModelConfig(kafka_version="4.0").elr
+    assert not ModelConfig(kafka_version="4.1", elr=False).elr
+    assert not ModelConfig().elr and ModelConfig().kafka_version == "3.9"
+
+
+def test_as_many_unclean_shutdowns_as_min_isr_lose_a_record_through_the_last_known_leader():
+    """A plain crash is an unclean shutdown too (no clean-shutdown marker): with one disk
+    lost and one broker killed, both leave the ELR, and the controller elects the last
+    known leader, the empty one, whatever unclean.leader.election.enable says."""
+    config = ModelConfig(rf=2, min_isr=2, crashes=2, disk_loss=1, kafka_version="4.1")
+    result = run_bfs(config, ["committed-survive"])
+    assert _outcome(result, "committed-survive") == ("violated", 15)
+    model = ReplicationModel(config)
+    steps = [model.catalogue[a].name for a in result.by_name("committed-survive").path.actions]
+    assert "ControllerElectLastLeader" in steps and "ControllerUncleanElect" not in steps
+    assert steps.count("BrokerCrash") == 1 and steps.count("BrokerCrashDiskLoss") == 1
+
+
+def test_unclean_election_still_loses_with_elr():
+    config = ModelConfig(rf=3, min_isr=2, disk_loss=1, unclean_election=True, kafka_version="4.1", max_records=1)
+    assert _outcome(run_bfs(config, ["committed-survive"]), "committed-survive")[0] == "violated"
+
+
+def test_where_elr_cannot_matter_every_verdict_is_the_same():
+    """No broker goes down uncleanly, so none leaves the ELR: electing from the ELR is
+    ZooKeeper's rule of keeping the last ISR member, and every verdict and length agrees."""
+    config = ModelConfig(rf=2, min_isr=1, crashes=0, kafka_version="4.1")
+    a = run_bfs(config, explore_all=True)
+    b = run_bfs(config.with_changes(elr=False), explore_all=True)
+    assert [_outcome(a, p.name) for p in a.properties] == [_outcome(b, p.name) for p in b.properties]
+    assert a.stats.states != b.stats.states  # the ELR is state of its own: the spaces differ, not the verdicts
+
+
+def test_elr_before_kraft_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="--elr needs Kafka 4.0 or later"):
+        ModelConfig(kafka_version="3.9", elr=True).validate()
+    proc = run_cli("check-model", "--elr", "--kafka-version", "3.7", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "KIP-966" in proc.stderr
+
+
+def test_the_header_the_kafka_line_and_the_json_say_elr(tmp_path):
+    args = ("--rf", "2", "--max-records", "1", "--kafka-version", "4.0", "--config",
+            "eligible.leader.replicas.version=1", "--trace-dir", str(tmp_path))
+    text = run_cli("check-model", *args, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "KRaft controller), ELR on" in text.stdout and "eligible.leader.replicas.version=1" in text.stdout
+    code, report = run_json(*args, cwd=tmp_path)
+    assert code == 0 and report["config"]["elr"] is True and "KRaft controller" in report["config"]["kafka_rules"]
