@@ -29,6 +29,7 @@ RUNS = {  # name: (configuration, properties: all that apply when empty)
     "kafka": (ModelConfig(rf=2, protocol="kip-101", acks="1", disk_loss=1), ()),
     "core": (ModelConfig(rf=2, protocol="hw-truncation", core=True), ()),
     "lasso": (ModelConfig(rf=2, min_isr=1, kafka_version="2.1"), ("rejoins-isr",)),
+    "elr": (ModelConfig(rf=2, min_isr=2, crashes=2, disk_loss=1, kafka_version="4.1"), ("committed-survive",)),
 }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from isrcheck.model import ModelConfig, PartitionState, Record, ReplicationModel
 from isrcheck.model.kafka import KAFKA
+from isrcheck.model.fields import eligible_leaders
 from isrcheck.properties import BY_NAME, lasso, reach, verdict
 
 from . import itf
@@ -175,7 +176,8 @@ class QuorumView:
     leader: int | None
     epoch: int | None
     isr: frozenset[int]
-    changed: frozenset[str]  # of: leader, epoch, isr
+    changed: frozenset[str]  # of: leader, epoch, isr, elr
+    elr: frozenset[int] | None = None  # the eligible leader replicas (KIP-966), where the configuration keeps them
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +335,7 @@ def _step(trace: Trace, i: int) -> StepView:
     if before is not None:
         bq = before.quorum
         qchanged = {n for n, a, b in (("leader", bq.leader, q.leader), ("epoch", bq.leader_epoch, q.leader_epoch),
-                                      ("isr", bq.isr, q.isr)) if a != b}
+                                      ("isr", bq.isr, q.isr), ("elr", before.elr, ps.elr)) if a != b}
     histories: list[tuple[str, frozenset[int], frozenset[int]]] = []
     counters: list[tuple[str, int, int, bool]] = []
     for f in KAFKA.fields:  # the histories and counters that the configuration keeps
@@ -350,7 +352,8 @@ def _step(trace: Trace, i: int) -> StepView:
         sentence=sentence,
         short=short,
         replicas=tuple(_replica(before, ps, r) for r in range(len(ps.replicas))),
-        quorum=QuorumView(q.leader, q.leader_epoch, q.isr, frozenset(qchanged)),
+        quorum=QuorumView(q.leader, q.leader_epoch, q.isr, frozenset(qchanged),
+                          ps.elr if eligible_leaders(config) else None),
         requests=tuple((x.leader_epoch, x.leader, x.isr) for x in ps.requests),
         new_request=before is not None and len(ps.requests) > len(before.requests),
         histories=tuple(histories),

@@ -63,6 +63,7 @@ def _step(s: StepView) -> dict[str, Any]:
             "leader": s.quorum.leader,
             "epoch": s.quorum.epoch,
             "isr": sorted(s.quorum.isr),
+            "elr": sorted(s.quorum.elr) if s.quorum.elr is not None else None,
             "changed": sorted(s.quorum.changed),
         },
         "requests": [_request(*r) for r in s.requests],

@@ -135,6 +135,7 @@ def _step_block(view: TraceView, step: StepView, *, is_last: bool, changed_only:
                 "leader ", _val(_opt(q.leader), "leader" in q.changed),
                 "  epoch ", _val(_opt(q.epoch), "epoch" in q.changed),
                 "  ISR ", _val(_isr(q.isr), "isr" in q.changed),
+                *(("  ELR ", _val(_isr(q.elr), "elr" in q.changed)) if q.elr is not None else ()),
             )
         )
     if step.requests and (not changed_only or step.new_request):

@@ -295,6 +295,7 @@
     fact(line, "leader", opt(s.quorum.leader), s.quorum.changed.indexOf("leader") >= 0);
     fact(line, "epoch", opt(s.quorum.epoch), s.quorum.changed.indexOf("epoch") >= 0);
     fact(line, "ISR", isr(s.quorum.isr), s.quorum.changed.indexOf("isr") >= 0);
+    if (s.quorum.elr !== null) fact(line, "ELR", isr(s.quorum.elr), s.quorum.changed.indexOf("elr") >= 0);
     q.appendChild(line);
 
     var rq = document.getElementById("requests");
