@@ -18,6 +18,11 @@ epoch, so any request still in flight, one addressed to its previous incarnation
 included, can make it a leader or a follower again (docs/kafka-versions.md). Its HWM
 checkpoint is capped at its log end.
 
+KRaft (KIP-903, 3.5): a restarted broker registers with a new broker epoch, and the
+controller refuses an AlterPartition that would add it with the epoch its leader saw
+before (INELIGIBLE_REPLICA; the leader rolls back). The restart drops such a request at
+once: without it a replaced disk rejoins the ISR empty (KAFKA-14139).
+
 A power loss (``--power-loss``) takes one or several live brokers down in one step, each
 keeping only the prefix of its log that reached the disk (``--flush os``: the operating
 system writes the page cache back when it chooses, ``OsFlush``); a crash keeps the page
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT, FAULT, Param
 from .fields import (KAFKA, NONE, alive, crashes, disk_losses, eligible_leaders, power_losses, quorum_epoch,
-                     restart_fencing, restarts, truncate, unflushed)
+                     restart_fencing, restarts, stale_epoch_refused, truncate, unflushed)
 from .words import fmt_isr, fmt_log
 
 
@@ -38,6 +43,7 @@ def _forget(s, x, r: int) -> None:
     s.leader[r] = NONE
     s.isr[r] = x.brokers()
     s.leader_since[r] = NONE
+    s.proposal[r] = NONE
     s.crash_mark[r] = s.next_record_id
 
 
@@ -110,6 +116,11 @@ def BrokerRestart(s, x, replica):
     s.crash_mark[r] = NONE
     if s.keeps("elr"):  # no clean-shutdown marker: it may lack what made it eligible (KIP-966)
         s.elr = x.drop(s.elr, r)
+    if stale_epoch_refused(s.cfg):  # KIP-903: its new broker epoch makes a pending request to add it ineligible
+        for lead in range(s.cfg.rf):
+            if lead != r:
+                stale = x.and_(s.proposal[lead] == r, x.not_(x.has(s.isr[lead], r)))
+                s.proposal[lead] = x.ite(stale, NONE, s.proposal[lead])
 
 
 def _members(brokers: int, rf: int) -> list[int]:

@@ -91,6 +91,18 @@ def strict_min_isr(cfg: ModelConfig) -> bool:
     return cfg.release is not None and cfg.release.strict_min_isr
 
 
+def alter_partition(cfg: ModelConfig) -> bool:
+    """KIP-497 (KRaft): an ISR change is the leader's AlterPartition request, pending until the
+    controller applies it; meanwhile the leader counts the maximal ISR."""
+    return kafka(cfg) and cfg.release is not None and cfg.release.alter_partition
+
+
+def stale_epoch_refused(cfg: ModelConfig) -> bool:
+    """KIP-903 (3.5): the controller refuses to add a replica to the ISR under the broker
+    epoch of its previous life (without it, KAFKA-14139: a replaced disk rejoins empty)."""
+    return alter_partition(cfg) and cfg.release.stale_epoch_refused
+
+
 def eligible_leaders(cfg: ModelConfig) -> bool:
     """KIP-966 (KRaft, ``--elr``): the controller keeps eligible leader replicas."""
     return kafka(cfg) and bool(cfg.elr)
@@ -117,6 +129,9 @@ FIELDS = (
           "the newest leader epoch it has applied (a restarted broker: one below the quorum's, KIP-380)"),
     Field("leader", Broker(), True, lambda c: None, "replicaState.leader", "the leader it believes in"),
     Field("isr", Brokers(), True, lambda c: frozenset(), "replicaState.isr", "its cached ISR"),
+    Field("proposal", Broker(), True, lambda c: None, "replicaState.alterPartition",
+          "as leader, the follower its pending AlterPartition adds to the ISR or removes from it (KIP-497)",
+          when=alter_partition, default=None),
     Field("crash_mark", Maybe(_records), True, lambda c: None, "replicaState.crashMark",
           "while crashed, the next record id at its crash (None while alive)",
           when=goes_down, default=None, itf_when=kafka),
@@ -219,10 +234,13 @@ FACTS = (
          ("leader_epoch", "leader", "leader_since"),
          lambda v, x, cfg: x.or_(v["leader_since"] == NONE,
                                  x.and_(v["leader"] != NONE, v["leader_since"] <= v["leader_epoch"]))),
-    Fact("a crashed broker holds nothing in memory: no epoch, leader, ISR or purgatory",
-         ("leader_epoch", "leader", "isr", "crash_mark", "leader_since"),
+    Fact("a crashed broker holds nothing in memory: no epoch, leader, ISR, purgatory or pending AlterPartition",
+         ("leader_epoch", "leader", "isr", "crash_mark", "leader_since", "proposal"),
          lambda v, x, cfg: x.or_(v["crash_mark"] == NONE, x.and_(v["leader_epoch"] == NONE, v["leader"] == NONE,
-                                                                x.empty(v["isr"]), v["leader_since"] == NONE))),
+                                                                x.empty(v["isr"]), v["leader_since"] == NONE,
+                                                                v["proposal"] == NONE))),
+    Fact("only a leader has an AlterPartition pending", ("leader", "proposal"),
+         lambda v, x, cfg: x.or_(v["proposal"] == NONE, v["leader"] != NONE)),
 )
 REQUEST_FACTS = (
     Fact("a request names no leader, or a leader in its ISR (elections pick ISR members)", ("leader", "isr"),
@@ -282,6 +300,14 @@ def can_elect(s: Any, x: Any) -> Any:
     """An epoch is left for a new LeaderAndIsr request (no bound in the unbounded mode)."""
     bound = s.cfg.max_leader_epoch
     return True if bound is None else s.memo("can_elect", lambda: x.sent(s.requests) <= bound)
+
+
+def in_maximal_isr(s: Any, x: Any, r: int, f: int) -> Any:
+    """Broker f is in leader r's maximal ISR: its ISR, plus a follower its pending
+    AlterPartition adds (a pending removal still counts; ``Partition.maximalIsr``)."""
+    if not s.keeps("proposal"):
+        return x.has(s.isr[r], f)
+    return x.or_(x.has(s.isr[r], f), s.proposal[r] == f)
 
 
 def set_quorum_isr(s: Any, x: Any, new: Any) -> None:

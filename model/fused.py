@@ -24,26 +24,27 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import eligible_leaders, restart_fencing, strict_min_isr, unflushed
+from .fields import alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr, unflushed
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
 
 class LocalInfo(dict):
-    """local -> (hw, epoch, leader, isr, log length, log, meta, life, since, flushed), filled on
-    demand; life is 0 while alive, 1 + the crash mark once crashed (the crash mark's code)."""
+    """local -> (hw, epoch, leader, isr, log length, log, meta, life, since, flushed, proposal),
+    filled on demand; life is 0 while alive, 1 + the crash mark once crashed (the crash mark's
+    code); proposal is the follower a pending AlterPartition adds or removes, or -1."""
 
     def __init__(self, layout: Layout) -> None:
         super().__init__()
         self.L = layout
-        names = ("hw", "leader_epoch", "leader", "isr", "crash_mark", "leader_since", "flushed")
+        names = ("hw", "leader_epoch", "leader", "isr", "crash_mark", "leader_since", "flushed", "proposal")
         self.view = [layout.meta_view[n] for n in names]
 
     def __missing__(self, local: int) -> tuple[int, ...]:
         L = self.L
         meta, log = local & L.meta_mask, local >> L.meta_bits
-        hw, ep, ld, isr, mark, since, flushed = (v[meta] for v in self.view)
-        value = self[local] = (hw, ep, ld, isr, L.logs.length[log], log, meta, mark + 1, since, flushed)
+        hw, ep, ld, isr, mark, since, flushed, proposal = (v[meta] for v in self.view)
+        value = self[local] = (hw, ep, ld, isr, L.logs.length[log], log, meta, mark + 1, since, flushed, proposal)
         return value
 
 
@@ -67,13 +68,15 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     max_power = cfg.power_loss if kafka else 0
     in_cache = unflushed(cfg)  # --flush os: a log suffix may be in the page cache only
     elr_on = eligible_leaders(cfg)  # KIP-966: the controller keeps eligible leader replicas
+    asks = alter_partition(cfg)  # KIP-497: ISR changes are AlterPartition requests, the maximal ISR counts
+    kip903 = stale_epoch_refused(cfg)  # a restart makes a pending request to add it ineligible
 
     SH = L.local_shift
     read_replicas = replica_reader([LocalInfo(L)] * rf, SH, L.local_mask)
     MB = L.meta_bits
     U = L.unit
-    U_HW, U_EP, U_LD, U_ISR, U_SINCE, U_LIFE, U_FL = (
-        U[n] for n in ("hw", "leader_epoch", "leader", "isr", "leader_since", "crash_mark", "flushed")
+    U_HW, U_EP, U_LD, U_ISR, U_SINCE, U_LIFE, U_FL, U_ASK = (
+        U[n] for n in ("hw", "leader_epoch", "leader", "isr", "leader_since", "crash_mark", "flushed", "proposal")
     )
     track_since = L.radix["leader_since"] > 1
     POP = L.popcount
@@ -123,7 +126,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     A_CRASH, A_DISK, A_RESTART = base.get("BrokerCrash", -1), base.get("BrokerCrashDiskLoss", -1), base.get("BrokerRestart", -1)
     can_restart = A_RESTART >= 0  # --no-restarts: the family is not in the catalogue
     A_POWER, A_FLUSH = base.get("PowerLoss", -1), base.get("OsFlush", -1)
-    A_LAST = base.get("ControllerElectLastLeader", -1)
+    A_LAST, A_ALTER = base.get("ControllerElectLastLeader", -1), base.get("ControllerAlterPartition", -1)
     OUTAGES = [(m, MEMBERS[m], POP[m]) for m in range(1, 1 << rf)]  # PowerLoss's parameter: a set of brokers
     NEP1 = ME + 1
 
@@ -224,7 +227,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         nid = (s >> NID_SH) & NID_M
         (qisr, nle, qlead, qep, ctrl, unclean_moves, qmembers, leader_reqs, deposed, elr, last_moves,
          vetoes) = QUORUM[(s >> CTRL_SH) & CTRL_M]
-        hw, ep, ld, isr, ln, lg, meta, life, since, fl = zip(*read_replicas(s))
+        hw, ep, ld, isr, ln, lg, meta, life, since, fl, ask = zip(*read_replicas(s))
 
         # ---- controller: elect, shrink (failure detection), fail over, elect uncleanly -------------
         for a, d, need, down in ctrl:
@@ -251,7 +254,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if e <= oldest:
                 break
             if e > ep[r] and not life[r]:
-                dmeta = (e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                dmeta = (e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR - (ask[r] + 1) * U_ASK
                 if track_since and ld[r] != r:
                     dmeta += (e - since[r]) * U_SINCE  # a new leadership: its purgatory starts empty
                 t = s + (dmeta << SH[r])
@@ -284,7 +287,8 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     continue  # the specification disables a truncation past the log end
                 ng = PREFIX[lg[r] * W + to]
                 nh = to if to < hw[r] else hw[r]
-                dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                dmeta = ((nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                         - (ask[r] + 1) * U_ASK)
                 if in_cache and to < fl[r]:
                     dmeta += (to - fl[r]) * U_FL  # what is on disk is cut with the log
                 if track_since:
@@ -308,11 +312,12 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         # ---- LeaderIncHighWatermark ---------------------------------------------------------------
         for r in R:
             h = hw[r]
+            maximal = isr[r] | (1 << ask[r] if ask[r] >= 0 else 0)  # KIP-497: with a follower being added
             if fenced:
                 if h >= ln[r] or (kafka and ld[r] != r):
                     continue
                 ok = True
-                for f in MEMBERS[isr[r]]:
+                for f in MEMBERS[maximal]:
                     if ld[r] != r or ld[f] != r or ep[f] != ep[r] or h >= ln[f]:
                         ok = False
                         break
@@ -330,7 +335,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if kafka:
                 if acks_all and h < ln[r]:
                     code = CODE_AT[lg[r] * W + h]
-                    if code % NE >= since[r] and POP[isr[r]] >= min_isr:
+                    if code % NE >= since[r] and POP[maximal] >= min_isr:
                         # appended during this leadership: its delayed produce completes (with
                         # a smaller ISR the producer gets NotEnoughReplicasAfterAppend instead)
                         t |= (1 << (code // NE)) << AK_SH
@@ -341,18 +346,21 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         if qlead >= 0 and ld[qlead] == qlead and ep[qlead] == qep:
             r = qlead
             ci, end, h = isr[r], ln[r], hw[r]
-            for f in MEMBERS[ci]:
+            pending = asks and ask[r] >= 0  # one AlterPartition at a time
+            for f in () if pending else MEMBERS[ci]:
                 if f == r:
                     continue
                 if fenced:
                     lagging = ld[f] != r or ep[f] != ep[r] or ln[f] < end
                 else:
                     lagging = not (ld[f] == r and (end == 0 or end <= ln[f]))
-                if lagging:
+                if lagging and asks:
+                    app((A_SHRINK + r * rf + f, s + (((f + 1) * U_ASK) << SH[r])))
+                elif lagging:
                     ni = ci & ~(1 << f)
                     app((A_SHRINK + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])
                          + elr_delta(elr, qisr, ni)))
-            for f in NOT_MEMBERS[ci]:
+            for f in () if pending else NOT_MEMBERS[ci]:
                 if ld[f] != r:
                     continue
                 if fenced and kafka:
@@ -367,8 +375,16 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                         continue
                 elif h > 0 and not (h <= end and h <= ln[f]):
                     continue
+                if asks:
+                    app((A_EXPAND + r * rf + f, s + (((f + 1) * U_ASK) << SH[r])))
+                    continue
                 ni = ci | (1 << f)
                 app((A_EXPAND + r * rf + f, s + ((ni - qisr) << QI_SH) + (((ni - ci) * U_ISR) << SH[r])
+                     + elr_delta(elr, qisr, ni)))
+            if pending:  # the controller applies it: the ISR, the quorum's, no new epoch
+                f = ask[r]
+                ni = ci ^ (1 << f)
+                app((A_ALTER + r, s + ((ni - qisr) << QI_SH) + ((((ni - ci) * U_ISR) - (f + 1) * U_ASK) << SH[r])
                      + elr_delta(elr, qisr, ni)))
 
         # ---- FollowerFetch: copy the next record from the believed leader --------------------------
@@ -410,7 +426,12 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if in_cache:
                 back += fl[r] * U_FL
             unclean_shutdown = (elr >> r & 1) << r << ELR_SH  # KIP-966: it leaves the ELR
-            app((A_RESTART + r, s + ((back - meta[r]) << SH[r]) - unclean_shutdown))
+            t = s + ((back - meta[r]) << SH[r]) - unclean_shutdown
+            if kip903:  # KIP-903: a pending request to add it is refused, its leader rolls back
+                for lead in R:
+                    if ask[lead] == r and lead != r and not isr[lead] >> r & 1:
+                        t -= ((r + 1) * U_ASK) << SH[lead]
+            app((A_RESTART + r, t))
         if max_power:
             # ---- power losses: several brokers at once, each down with what it had flushed ------
             room = max_power - ((s >> PL_SH) & PL_M)

@@ -23,12 +23,22 @@ Kafka 3.7 (KAFKA-15583, apache/kafka PR 14594) makes min ISR strict: the leader 
 not advance its HWM while its ISR has fewer than ``min(min.insync.replicas, replica
 count)`` members (``Partition.maybeIncrementLeaderHW``), whatever the producer's acks;
 the model validates min-isr against rf, so the minimum is ``--min-isr``.
+
+KRaft (KIP-497's AlterIsr, AlterPartition since 3.3): the leader does not write an ISR
+change; it sends it to the controller and waits, one at a time. Until the controller
+applies it (``ControllerAlterPartition``) the leader counts its maximal ISR, its ISR
+plus a follower it asked to add (a follower it asked to remove still counts), for the
+HWM and for NotEnoughReplicasAfterAppend; strict min ISR and the append's
+NotEnoughReplicas count the ISR itself (``Partition.maybeIncrementLeaderHW``,
+``checkEnoughReplicasReachOffset``). A newer LeaderAndIsr (KRaft's metadata) or a crash
+drops a pending request; the controller refuses one from a leader of an older epoch.
 """
 
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT
-from .fields import KAFKA, alive, expose, fenced, kafka, leads, set_quorum_isr, strict_min_isr, true_leader_is
+from .fields import (KAFKA, NONE, alive, alter_partition, expose, fenced, in_maximal_isr, kafka, leads, set_quorum_isr,
+                     strict_min_isr, true_leader_is)
 from .words import elr_change, fmt_ids, fmt_isr
 
 
@@ -97,7 +107,7 @@ def LeaderIncHighWatermark(s, x, leader):
         yield h < end
         for f in range(cfg.rf):
             same_epoch = x.and_(lead, s.leader[f] == r, s.leader_epoch[f] == s.leader_epoch[r], h < x.length(s.log[f]))
-            yield x.implies(x.has(s.isr[r], f), same_epoch)
+            yield x.implies(in_maximal_isr(s, x, r, f), same_epoch)
     else:
         yield h < cfg.logsize
         for f in range(cfg.rf):
@@ -106,7 +116,8 @@ def LeaderIncHighWatermark(s, x, leader):
     if kafka(cfg) and cfg.acks == "all":
         # appended during this leadership: its delayed produce completes (with a smaller ISR
         # the producer gets NotEnoughReplicasAfterAppend instead)
-        waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], x.size(s.isr[r]) >= cfg.min_isr)
+        maximal = x.count(in_maximal_isr(s, x, r, f) for f in range(cfg.rf)) if alter_partition(cfg) else x.size(s.isr[r])
+        waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], maximal >= cfg.min_isr)
         s.acked = x.put(s.acked, x.id_at(log, h), waiting)
     expose(s, x, x.ids_below(log, h + 1), true_leader_is(s, x, r))
 
@@ -131,11 +142,31 @@ def _caught_up(s, x, r: int, f: int):
     return x.or_(h <= 0, x.and_(h <= end, h <= len_f))
 
 
-def _set_isr(s, x, r: int, new) -> None:
-    """The true leader's ISR change: its cached ISR and the quorum's, no new epoch (with ELR,
-    KIP-966, the controller's ELR follows the change)."""
-    s.isr[r] = new
-    set_quorum_isr(s, x, new)
+def _change_isr(s, x, r: int, f: int, new) -> None:
+    """The true leader's ISR change to ``new``, by adding or removing follower f: written at
+    once with its cached ISR and the quorum's, no new epoch (with ELR, KIP-966, the
+    controller's ELR follows), or sent to the controller as an AlterPartition (KRaft)."""
+    if alter_partition(s.cfg):
+        s.proposal[r] = f
+    else:
+        s.isr[r] = new
+        set_quorum_isr(s, x, new)
+
+
+def _ask(after, a) -> str:
+    return "asks: " if after.replicas[a["leader"]].proposal is not None else ""
+
+
+def _isr_words(does: str, ask: str):
+    """The narration of an ISR change: ``does`` and ``ask`` say it with broker f, as the
+    leader's own write or as its AlterPartition request."""
+    def words(before, after, a) -> str:
+        r, f = a["leader"], a["follower"]
+        if after.replicas[r].proposal is not None:
+            return (f"leader broker {r} asks the controller to {ask.format(f=f)} (AlterPartition); "
+                    f"its ISR stays {fmt_isr(after.replicas[r].isr)} until then")
+        return f"leader broker {r} {does.format(f=f)}: {fmt_isr(after.quorum.isr)}{elr_change(before, after)}"
+    return words
 
 
 @KAFKA.family(
@@ -143,27 +174,51 @@ def _set_isr(s, x, r: int, new) -> None:
     # a live follower of this leader would catch up by fetching: dropping it is the
     # slow-follower fault (replica.lag.time.max.ms passed), not failure handling
     fault_when=lambda s, x, leader, follower: x.and_(alive(s, follower), s.leader[follower] == leader),
-    describe=lambda b, a, p: (f"leader broker {p['leader']} removes lagging broker {p['follower']} from the ISR: "
-                              f"{fmt_isr(a.quorum.isr)}{elr_change(b, a)}"),
-    short=lambda b, a, p: f"leader {p['leader']} drops {p['follower']} from ISR",
+    describe=_isr_words("removes lagging broker {f} from the ISR", "remove lagging broker {f} from the ISR"),
+    short=lambda b, a, p: f"leader {p['leader']} {_ask(a, p)}drops {p['follower']} from ISR",
 )
 def LeaderShrinkIsr(s, x, leader, follower):
     yield follower != leader
     yield true_leader_is(s, x, leader)
     yield x.has(s.isr[leader], follower)
     yield _lagging(s, x, leader, follower)
-    _set_isr(s, x, leader, x.drop(s.isr[leader], follower))
+    if alter_partition(s.cfg):
+        yield s.proposal[leader] == NONE  # one AlterPartition at a time
+    _change_isr(s, x, leader, follower, x.drop(s.isr[leader], follower))
 
 
 @KAFKA.family(
     params=(BROKER("leader"), BROKER("follower")),
-    describe=lambda b, a, p: (f"leader broker {p['leader']} adds caught-up broker {p['follower']} to the ISR: "
-                              f"{fmt_isr(a.quorum.isr)}{elr_change(b, a)}"),
-    short=lambda b, a, p: f"leader {p['leader']} adds {p['follower']} to ISR",
+    describe=_isr_words("adds caught-up broker {f} to the ISR", "add caught-up broker {f} to the ISR"),
+    short=lambda b, a, p: f"leader {p['leader']} {_ask(a, p)}adds {p['follower']} to ISR",
 )
 def LeaderExpandIsr(s, x, leader, follower):
     yield true_leader_is(s, x, leader)
     yield x.not_(x.has(s.isr[leader], follower))
     yield s.leader[follower] == leader
     yield _caught_up(s, x, leader, follower)
-    _set_isr(s, x, leader, x.put(s.isr[leader], follower))
+    if alter_partition(s.cfg):
+        yield s.proposal[leader] == NONE  # one AlterPartition at a time
+    _change_isr(s, x, leader, follower, x.put(s.isr[leader], follower))
+
+
+@KAFKA.family(
+    params=(BROKER("leader"),),
+    when=alter_partition,
+    describe=lambda b, a, p: (f"controller applies leader broker {p['leader']}'s AlterPartition: ISR "
+                              f"{fmt_isr(a.quorum.isr)}{elr_change(b, a)}"),
+    short=lambda b, a, p: f"controller applies {p['leader']}'s AlterPartition",
+)
+def ControllerAlterPartition(s, x, leader):
+    """The controller applies the pending ISR change of the leader of its current epoch (an
+    older epoch's is refused: FENCED_LEADER_EPOCH), and the leader learns it (the response,
+    or the metadata record): its ISR, the quorum's, no new leader epoch."""
+    p, isr = s.proposal[leader], s.isr[leader]
+    yield p != NONE
+    yield true_leader_is(s, x, leader)
+    new = isr
+    for f in range(s.cfg.rf):
+        new = x.ite(p == f, x.put(x.drop(isr, f), f, x.not_(x.has(isr, f))), new)
+    s.isr[leader] = new
+    set_quorum_isr(s, x, new)
+    s.proposal[leader] = NONE

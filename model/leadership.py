@@ -52,6 +52,7 @@ def BecomeLeader(s, x, replica, epoch):
     s.isr[r] = x.isr_of(R, epoch)
     if s.keeps("leader_since"):  # a new leadership: its purgatory starts empty
         s.leader_since[r] = x.ite(was_leading, s.leader_since[r], epoch)
+    s.proposal[r] = NONE  # KRaft's metadata replaces a pending AlterPartition
     expose(s, x, x.ids_below(log, hw), x.and_(x.last_leader(R) == r, epoch == quorum_epoch(s, x)))
 
 
@@ -108,3 +109,4 @@ def BecomeFollower(s, x, replica, leader, epoch):
     s.leader[r] = leader
     s.isr[r] = x.isr_of(R, epoch)
     s.leader_since[r] = NONE  # NotLeaderOrFollower: the pending produce requests fail
+    s.proposal[r] = NONE

@@ -28,6 +28,8 @@ class Release:
     restart_fencing: bool = False  # KIP-380 (2.2): broker epochs; a bounce is handled as a failure
     strict_min_isr: bool = False  # KAFKA-15583 (3.7): no HWM advance while the ISR is below min ISR
     kraft: bool = False  # KRaft mode only (4.0+): the controller can keep eligible leader replicas
+    alter_partition: bool = False  # KIP-497: the leader asks the controller for an ISR change and waits
+    stale_epoch_refused: bool = False  # KIP-903 (3.5): a restarted replica's old broker epoch cannot join the ISR
     elr_default: bool = False  # KIP-966's ELR on for a new cluster of this release (4.1+)
 
     def rules(self) -> list[str]:
@@ -37,6 +39,10 @@ class Release:
             words.append("KIP-380 broker epochs")
         if self.strict_min_isr:
             words.append("strict min ISR (KAFKA-15583)")
+        if self.alter_partition:
+            words.append("AlterPartition with the maximal ISR (KIP-497)")
+        if self.stale_epoch_refused:
+            words.append("KIP-903 broker epochs in AlterPartition")
         words.append("KRaft controller" if self.kraft else "ZooKeeper controller")
         return words
 
@@ -60,8 +66,10 @@ RELEASES: tuple[Release, ...] = (
     *_line("2.1", "kip-320"),
     *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2 3.3 3.4 3.5 3.6", "kip-320", restart_fencing=True),
     *_line("3.7 3.8 3.9", "kip-320", restart_fencing=True, strict_min_isr=True),
-    *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True),
-    *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, elr_default=True),
+    *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, alter_partition=True,
+           stale_epoch_refused=True),
+    *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, alter_partition=True,
+           stale_epoch_refused=True, elr_default=True),
 )
 BY_VERSION = {r.version: r for r in RELEASES}
 VERSIONS = tuple(BY_VERSION)

@@ -86,7 +86,7 @@ def walk_states(model, walks: int = 40, length: int = 40, seed: int = 7) -> list
     return list(seen)
 
 
-def paths_to_every_family(model, states: list[int], limit: int = 300_000) -> list[int]:
+def paths_to_every_family(model, states: list[int], limit: int = 1_000_000) -> list[int]:
     """``states`` plus, for each family that none of them enables, the states of a
     breadth-first shortest path to one that does (rare steps that walks miss, such as
     KIP-966's election of the last known leader after two unclean restarts)."""

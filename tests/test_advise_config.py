@@ -112,7 +112,7 @@ def test_the_text_advice_says_what_is_not_modelled_and_ends_in_plain_words(tmp_p
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
-    for args in (["--rf", "3..2"], ["--rf", "x"], ["--guarantee", "no-duplicates"], ["--kafka-version", "4.0"],
+    for args in (["--rf", "3..2"], ["--rf", "x"], ["--guarantee", "no-duplicates"], ["--kafka-version", "5.0"],
                  ["--disk-loss", "2"], ["--guarantee", "fast"]):
         proc = run_cli("advise-config", *args, "--trace-dir", str(tmp_path))
         assert proc.returncode == 2, (args, proc.stderr)

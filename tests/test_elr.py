@@ -21,7 +21,7 @@ from .z3_support import run_z3
 PAIRS = {
     "disk loss rf 2": (ModelConfig(rf=2, min_isr=2, disk_loss=1, kafka_version="4.0"), "committed-survive", 12),
     "disk loss rf 3": (ModelConfig(rf=3, min_isr=2, disk_loss=1, kafka_version="4.0", max_records=1),
-                       "committed-survive", 13),
+                       "committed-survive", 14),
     "power loss rf 2": (ModelConfig(rf=2, min_isr=2, crashes=0, power_loss=1, kafka_version="4.0"),
                         "committed-stored", 13),
 }
@@ -36,8 +36,9 @@ def _outcome(result, prop):
 @pytest.mark.parametrize("kernel", ["vector", "scalar"])
 def test_elr_keeps_what_the_last_replica_standing_loses_and_both_kernels_agree(name, kernel):
     config, prop, length = PAIRS[name]
-    assert _outcome(run_bfs(config, [prop], kernel=kernel), prop) == ("violated", length)
-    assert _outcome(run_bfs(config.with_changes(elr=True), [prop], kernel=kernel), prop) == ("holds", None)
+    assert _outcome(run_bfs(config, [prop], kernel=kernel, symmetry=True), prop) == ("violated", length)
+    with_elr = config.with_changes(elr=True)
+    assert _outcome(run_bfs(with_elr, [prop], kernel=kernel, symmetry=True), prop) == ("holds", None)
 
 
 @pytest.mark.parametrize("name", ["disk loss rf 2", "disk loss rf 3"])
@@ -67,8 +68,9 @@ def test_as_many_unclean_shutdowns_as_min_isr_lose_a_record_through_the_last_kno
     lost and one broker killed, both leave the ELR, and the controller elects the last
     known leader, the empty one, whatever unclean.leader.election.enable says."""
     config = ModelConfig(rf=2, min_isr=2, crashes=2, disk_loss=1, kafka_version="4.1")
-    result = run_bfs(config, ["committed-survive"])
-    assert _outcome(result, "committed-survive") == ("violated", 15)
+    # the scalar kernel: the vector kernel is cached per configuration
+    result = run_bfs(config, ["committed-survive"], kernel="scalar", symmetry=True)
+    assert _outcome(result, "committed-survive") == ("violated", 16)
     model = ReplicationModel(config)
     steps = [model.catalogue[a].name for a in result.by_name("committed-survive").path.actions]
     assert "ControllerElectLastLeader" in steps and "ControllerUncleanElect" not in steps
@@ -105,3 +107,25 @@ def test_the_header_the_kafka_line_and_the_json_say_elr(tmp_path):
     assert "KRaft controller), ELR on" in text.stdout and "eligible.leader.replicas.version=1" in text.stdout
     code, report = run_json(*args, cwd=tmp_path)
     assert code == 0 and report["config"]["elr"] is True and "KRaft controller" in report["config"]["kafka_rules"]
+
+
+def test_without_kip_903_a_replaced_disk_rejoins_the_isr_empty(monkeypatch):
+    """KAFKA-14139, the bug KIP-903 fixed (3.5): the leader asks to add a caught-up follower,
+    the follower loses its disk and restarts, and a controller that does not compare broker
+    epochs applies the request: the empty replica is in the ISR and is elected. With
+    KIP-903 (every KRaft release the model has) the request is refused and ELR keeps the
+    record; without it the loss is found even with ELR on."""
+    from dataclasses import replace
+
+    from isrcheck.model import releases
+
+    config = ModelConfig(rf=3, min_isr=2, disk_loss=1, kafka_version="4.1", max_records=1)
+    assert _outcome(run_bfs(config, ["committed-survive"], symmetry=True), "committed-survive") == ("holds", None)
+    monkeypatch.setitem(releases.BY_VERSION, "4.1", replace(releases.BY_VERSION["4.1"], stale_epoch_refused=False))
+    # the scalar kernel: the vector kernel is cached per configuration
+    result = run_bfs(config, ["committed-survive"], kernel="scalar", symmetry=True)
+    assert _outcome(result, "committed-survive") == ("violated", 16)
+    model = ReplicationModel(config)
+    steps = [model.catalogue[a].name for a in result.by_name("committed-survive").path.actions]
+    expand = steps.index("LeaderExpandIsr")
+    assert expand < steps.index("BrokerCrashDiskLoss") < steps.index("BrokerRestart") < steps.index("ControllerAlterPartition")
