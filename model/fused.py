@@ -244,9 +244,10 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                 for a, d, r in unclean_moves:
                     if not life[r] and r != deposed:
                         app((a, s + d))
-        for a, d, r in last_moves:
-            if not life[r]:
-                app((a, s + d))
+        if last_moves:
+            for a, d, r in last_moves:
+                if not life[r]:
+                    app((a, s + d))
 
         # ---- BecomeLeader: a replica applies a newer request naming itself ------------------------
         oldest = min(ep)
@@ -254,7 +255,9 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             if e <= oldest:
                 break
             if e > ep[r] and not life[r]:
-                dmeta = (e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR - (ask[r] + 1) * U_ASK
+                dmeta = (e - ep[r]) * U_EP + (r - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                if asks:
+                    dmeta -= (ask[r] + 1) * U_ASK  # KRaft's metadata replaces a pending AlterPartition
                 if track_since and ld[r] != r:
                     dmeta += (e - since[r]) * U_SINCE  # a new leadership: its purgatory starts empty
                 t = s + (dmeta << SH[r])
@@ -287,8 +290,9 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
                     continue  # the specification disables a truncation past the log end
                 ng = PREFIX[lg[r] * W + to]
                 nh = to if to < hw[r] else hw[r]
-                dmeta = ((nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
-                         - (ask[r] + 1) * U_ASK)
+                dmeta = (nh - hw[r]) * U_HW + (e - ep[r]) * U_EP + (lead - ld[r]) * U_LD + (ni - isr[r]) * U_ISR
+                if asks:
+                    dmeta -= (ask[r] + 1) * U_ASK
                 if in_cache and to < fl[r]:
                     dmeta += (to - fl[r]) * U_FL  # what is on disk is cut with the log
                 if track_since:
@@ -312,7 +316,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
         # ---- LeaderIncHighWatermark ---------------------------------------------------------------
         for r in R:
             h = hw[r]
-            maximal = isr[r] | (1 << ask[r] if ask[r] >= 0 else 0)  # KIP-497: with a follower being added
+            maximal = isr[r] | 1 << ask[r] if asks and ask[r] >= 0 else isr[r]  # KIP-497: and one being added
             if fenced:
                 if h >= ln[r] or (kafka and ld[r] != r):
                     continue

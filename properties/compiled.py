@@ -61,7 +61,7 @@ class _Tables:
         if nle:
             q = L.slot_leader(L.slots[nle - 1].get(s))
             if q >= 0:
-                hw, ep, ld, isr, ln, lg, meta, life, since, *_ = self.info[(s >> L.local_shift[q]) & L.local_mask]
+                hw, ep, ld, isr, ln, lg, meta, life, since, _, _ = self.info[(s >> L.local_shift[q]) & L.local_mask]
                 if ld == q and ep == nle - 1:
                     ids = L.logs.ids[lg]
         self._last, self._last_ids = s, ids
@@ -84,7 +84,7 @@ def isr_compiled(strong: bool) -> Callable[[ReplicationModel], Predicate]:
         def holds(s: int) -> bool:
             infos = infos_of(s)
             for r1 in R:
-                h, _, ld, cached, _, lg, *_ = infos[r1]
+                h, _, ld, cached, _, lg, _, _, _, _, _ = infos[r1]
                 if ld != r1 or h == 0:
                     continue
                 mask = (s >> QI_SH) & QI_M if strong else cached
