@@ -171,7 +171,7 @@ def kafka_values(config: Any) -> dict[str, str]:
         "flush.messages": "1" if config.flush == "always" else "unset",
         "acks": config.acks,
     }
-    if config.release is not None and config.release.kraft:
+    if config.release is not None and config.release.elr and config.kraft:
         values["eligible.leader.replicas.version"] = "1" if config.elr else "0"
     return values
 

@@ -50,7 +50,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
     config = dict(outcome.run.config.as_dict())
     release = outcome.run.config.release
     config.update(
-        kafka_rules=release.rules() if release else None,
+        kafka_rules=release.rules(bool(outcome.run.config.kraft)) if release else None,
         kafka_config=None if outcome.run.config.core else kafka_values(outcome.run.config),
         engine=outcome.run.engine,
         symmetry=opts.symmetry,

@@ -67,6 +67,7 @@ class ModelConfig:
     restarts: bool = True
     fairness: str = "weak"  # what the liveness properties assume of the system's steps (no state of its own)
     kafka_version: str | None = None  # None: the default release, or the newest of the protocol revision
+    kraft: bool | None = None  # KRaft mode (3.3+); None: ZooKeeper to 3.9, KRaft from 4.0
     elr: bool | None = None  # eligible leader replicas (KIP-966); None: what the release does for a new cluster
 
     def __post_init__(self) -> None:
@@ -93,8 +94,10 @@ class ModelConfig:
         except ValueError:
             return
         object.__setattr__(self, "kafka_version", release.version)
+        if self.kraft is None:
+            object.__setattr__(self, "kraft", release.kraft == "only")
         if self.elr is None:
-            object.__setattr__(self, "elr", release.elr_default)
+            object.__setattr__(self, "elr", release.elr_default and bool(self.kraft))
         if self.protocol is None:
             object.__setattr__(self, "protocol", release.revision)
 
@@ -240,20 +243,32 @@ def _release_problem(c: ModelConfig) -> str:
 
 def _release_words(c: ModelConfig) -> str:
     release = c.release
-    return f"Kafka {c.kafka_version} ({', '.join(release.rules())})" if release else ""
+    return f"Kafka {c.kafka_version} ({', '.join(release.rules(bool(c.kraft)))})" if release else ""
+
+
+def _kraft_problem(c: ModelConfig) -> str:
+    release = c.release
+    if release is None:
+        return ""
+    if c.kraft and release.kraft == "no":
+        return (f"--kraft needs Kafka 3.3 or later (KIP-833: KRaft ready for production); --kafka-version "
+                f"{c.kafka_version} is checked with ZooKeeper's controller")
+    if not c.kraft and release.kraft == "only":
+        return f"Kafka {c.kafka_version} runs only in KRaft mode (4.0 removed ZooKeeper): drop --zookeeper"
+    return ""
 
 
 def _elr_problem(c: ModelConfig) -> str:
     release = c.release
-    if c.elr and release is not None and not release.kraft:
+    if c.elr and release is not None and not (release.elr and c.kraft):
         return (f"--elr needs Kafka 4.0 or later: eligible leader replicas (KIP-966) are kept by the KRaft "
-                f"controller, and --kafka-version {c.kafka_version} is checked with ZooKeeper's")
+                f"controller of 4.0 and later, and --kafka-version {c.kafka_version} has none")
     return ""
 
 
 def _elr_words(c: ModelConfig) -> str:
     release = c.release
-    if release is None or not release.kraft:
+    if release is None or not release.elr:
         return ""
     return "ELR on" if c.elr else "ELR off"
 
@@ -263,6 +278,11 @@ def _elr_slug(c: ModelConfig) -> str:
     if release is None or c.elr == release.elr_default:
         return ""
     return "elr" if c.elr else "noelr"
+
+
+def _kraft_slug(c: ModelConfig) -> str:
+    release = c.release
+    return "kraft" if release is not None and release.kraft == "optional" and c.kraft else ""
 
 
 def _crash_words(c: ModelConfig) -> str:
@@ -276,12 +296,18 @@ FEATURES: tuple[Knob, ...] = (
          parse=lambda text: releases.find(text).version, check=_release_problem, words=_release_words,
          slug=lambda c: f"kafka{c.kafka_version}", column="Kafka", cell=_unless_core(lambda c: c.kafka_version, "-"),
          shared=_unless_core(lambda c: f"Kafka {c.kafka_version}"), rank=0),
+    Knob("kraft", "--kraft/--zookeeper",
+         "The controller: KRaft (3.3 and later, KIP-833; the leader's ISR changes are AlterPartition requests) or "
+         "ZooKeeper [default: ZooKeeper to 3.9, KRaft from 4.0, which has no other].",
+         False, check=_kraft_problem, slug=_kraft_slug,
+         column="controller", cell=_unless_core(lambda c: "KRaft" if c.kraft else "ZooKeeper", "-"),
+         shared=_unless_core(lambda c: "KRaft" if c.kraft else ""), rank=10),
     Knob("elr", "--elr/--no-elr",
          "Eligible leader replicas (KIP-966, KRaft releases): replicas that leave the ISR while it is below "
          "min.insync.replicas stay electable [default: the release's for a new cluster: off in 4.0, on from 4.1].",
          False, check=_elr_problem, words=_elr_words, slug=_elr_slug,
-         column="ELR", cell=lambda c: ("on" if c.elr else "off") if c.release and c.release.kraft else "-",
-         shared=lambda c: _elr_words(c), rank=10),
+         column="ELR", cell=lambda c: ("on" if c.elr else "off") if c.release and c.release.elr else "-",
+         shared=lambda c: _elr_words(c), rank=11),
     Knob("acks", "--acks", "Producer acks: all (or -1, Kafka's other name for it), 1 or 0 [default: all].", "0",
          choices=ACKS,
          parse=lambda text: "all" if text == "-1" else text,

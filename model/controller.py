@@ -21,7 +21,8 @@ leader is elected, whatever ``unclean.leader.election.enable`` says (an unclean 
 from __future__ import annotations
 
 from .actions import BROKER
-from .fields import KAFKA, NONE, alive, can_elect, eligible_leaders, kafka, last_known_leader_is, set_quorum_isr
+from .fields import (KAFKA, NONE, alive, can_elect, eligible_leaders, kafka, last_known_leader_is, set_quorum_isr,
+                     unclean_elections)
 from .words import elr_change, fmt_isr
 
 
@@ -128,7 +129,7 @@ def _deposed(s, x, m: int):
 
 @KAFKA.family(
     params=(BROKER("leader"),),
-    when=lambda cfg: kafka(cfg) and cfg.unclean_election,
+    when=unclean_elections,
     describe=lambda b, a, p: (
         f"controller elects out-of-sync broker {p['leader']} leader at epoch {a.quorum.leader_epoch}: "
         f"unclean election, ISR reset to {fmt_isr(a.quorum.isr)}"

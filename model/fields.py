@@ -92,9 +92,17 @@ def strict_min_isr(cfg: ModelConfig) -> bool:
 
 
 def alter_partition(cfg: ModelConfig) -> bool:
-    """KIP-497 (KRaft): an ISR change is the leader's AlterPartition request, pending until the
-    controller applies it; meanwhile the leader counts the maximal ISR."""
-    return kafka(cfg) and cfg.release is not None and cfg.release.alter_partition
+    """KRaft mode (``--kraft``, 3.3+; KIP-497): an ISR change is the leader's AlterPartition
+    request, pending until the controller applies it; meanwhile the leader counts the maximal ISR."""
+    return kafka(cfg) and bool(cfg.kraft)
+
+
+def unclean_elections(cfg: ModelConfig) -> bool:
+    """Unclean election switched on and honoured: KRaft ignored the topic's setting before 3.9
+    (KAFKA-12670), electing only cleanly."""
+    if not kafka(cfg) or not cfg.unclean_election:
+        return False
+    return not (cfg.kraft and cfg.release is not None and not cfg.release.kraft_unclean)
 
 
 def stale_epoch_refused(cfg: ModelConfig) -> bool:

@@ -24,7 +24,8 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr, unflushed
+from .fields import (alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr,
+                     unclean_elections, unflushed)
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -62,7 +63,7 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
     min_isr = cfg.min_isr
     strict = strict_min_isr(cfg)  # Kafka 3.7+: no HWM advance under min ISR
     kip380 = restart_fencing(cfg)  # Kafka 2.2+: a restarted broker is fenced at the quorum's epoch - 1
-    unclean = kafka and cfg.unclean_election
+    unclean = unclean_elections(cfg)  # (KRaft before 3.9 ignores the setting)
     max_crashes = cfg.crashes if kafka else 0
     max_disk = cfg.disk_loss if kafka else 0
     max_power = cfg.power_loss if kafka else 0

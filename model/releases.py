@@ -1,22 +1,23 @@
 """Kafka releases and the replication rules each one shipped (``--kafka-version``).
 
 A release is a protocol revision of the published specification plus the rules Kafka
-added since, each a switch that the families read (``fields.restart_fencing``,
-``fields.strict_min_isr``, ``fields.elr``). Where each rule comes from, with the commit and
-the pull request, is written down in ``docs/kafka-versions.md``.
+added since, each a switch that the families read through ``fields.py``
+(``restart_fencing``, ``strict_min_isr``, ``kraft``, ``stale_epoch_refused``,
+``unclean_elections``, ``eligible_leaders``). Where each rule comes from, with the commit
+and the pull request, is written down in ``docs/kafka-versions.md``.
 
-Releases to 3.9 are checked with ZooKeeper's controller; 4.0 and 4.1 run only in KRaft
-mode, whose controller may keep eligible leader replicas (KIP-966, ``--elr``: off by
-default in 4.0, on for a new 4.1 cluster). The model's KRaft controller applies an ISR
-change at once: AlterPartition's pending state (the leader counting the maximal ISR
-until the controller answers) is not modelled yet, which is why the default release
-stays 3.9 (``DEFAULT``) while 4.0 and 4.1 are checked when named.
+The controller is ZooKeeper's to 3.2. From 3.3 (KIP-833) a cluster may run in KRaft
+mode instead (``--kraft``), and from 4.0 only in KRaft mode, whose controller may keep
+eligible leader replicas (KIP-966, ``--elr``: off by default in 4.0, on for a new 4.1
+cluster). In KRaft mode the leader's ISR change is an AlterPartition request (KIP-497).
+The default release stays 3.9 in ZooKeeper mode (``DEFAULT``): see docs/kafka-versions.md.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,23 +28,26 @@ class Release:
     revision: str  # the published specification's revision: truncation and fencing rules
     restart_fencing: bool = False  # KIP-380 (2.2): broker epochs; a bounce is handled as a failure
     strict_min_isr: bool = False  # KAFKA-15583 (3.7): no HWM advance while the ISR is below min ISR
-    kraft: bool = False  # KRaft mode only (4.0+): the controller can keep eligible leader replicas
-    alter_partition: bool = False  # KIP-497: the leader asks the controller for an ISR change and waits
-    stale_epoch_refused: bool = False  # KIP-903 (3.5): a restarted replica's old broker epoch cannot join the ISR
-    elr_default: bool = False  # KIP-966's ELR on for a new cluster of this release (4.1+)
+    kraft: str = "no"  # "no": ZooKeeper only; "optional": --kraft (3.3+, KIP-833); "only": 4.0+
+    stale_epoch_refused: bool = False  # KIP-903 (3.5, KRaft): a restarted replica's old broker epoch cannot join the ISR
+    kraft_unclean: bool = False  # KAFKA-12670 (3.9): KRaft honours unclean.leader.election.enable
+    elr: bool = False  # KIP-966's eligible leader replicas can be switched on (4.0+)
+    elr_default: bool = False  # ... and are on for a new cluster of this release (4.1+)
 
-    def rules(self) -> list[str]:
-        """The rules checked, in the words of the KIPs and JIRAs that introduced them."""
+    def rules(self, kraft: bool) -> list[str]:
+        """The rules checked in ZooKeeper or KRaft mode, in the words of the KIPs and JIRAs."""
         words = [_REVISION_WORDS[self.revision]]
         if self.restart_fencing:
             words.append("KIP-380 broker epochs")
         if self.strict_min_isr:
             words.append("strict min ISR (KAFKA-15583)")
-        if self.alter_partition:
+        if kraft:
             words.append("AlterPartition with the maximal ISR (KIP-497)")
-        if self.stale_epoch_refused:
-            words.append("KIP-903 broker epochs in AlterPartition")
-        words.append("KRaft controller" if self.kraft else "ZooKeeper controller")
+            if self.stale_epoch_refused:
+                words.append("KIP-903 broker epochs in AlterPartition")
+            if not self.kraft_unclean:
+                words.append("unclean.leader.election.enable ignored (KAFKA-12670)")
+        words.append("KRaft controller" if kraft else "ZooKeeper controller")
         return words
 
 
@@ -55,7 +59,7 @@ _REVISION_WORDS = {
 }
 
 
-def _line(versions: str, revision: str, **rules: bool) -> list[Release]:
+def _line(versions: str, revision: str, **rules: Any) -> list[Release]:
     return [Release(v, revision, **rules) for v in versions.split()]
 
 
@@ -64,12 +68,16 @@ RELEASES: tuple[Release, ...] = (
     *_line("0.11 1.0 1.1", "kip-101"),
     *_line("2.0", "kip-279"),
     *_line("2.1", "kip-320"),
-    *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2 3.3 3.4 3.5 3.6", "kip-320", restart_fencing=True),
-    *_line("3.7 3.8 3.9", "kip-320", restart_fencing=True, strict_min_isr=True),
-    *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, alter_partition=True,
-           stale_epoch_refused=True),
-    *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft=True, alter_partition=True,
-           stale_epoch_refused=True, elr_default=True),
+    *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2", "kip-320", restart_fencing=True),
+    *_line("3.3 3.4", "kip-320", restart_fencing=True, kraft="optional"),
+    *_line("3.5 3.6", "kip-320", restart_fencing=True, kraft="optional", stale_epoch_refused=True),
+    *_line("3.7 3.8", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="optional", stale_epoch_refused=True),
+    *_line("3.9", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="optional", stale_epoch_refused=True,
+           kraft_unclean=True),
+    *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="only", stale_epoch_refused=True,
+           kraft_unclean=True, elr=True),
+    *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="only", stale_epoch_refused=True,
+           kraft_unclean=True, elr=True, elr_default=True),
 )
 BY_VERSION = {r.version: r for r in RELEASES}
 VERSIONS = tuple(BY_VERSION)

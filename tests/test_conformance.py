@@ -52,6 +52,8 @@ CONFIGS = [
     # KIP-966's ELR: with lossy and plain crashes, with unclean election and power losses
     ModelConfig(rf=3, kafka_version="4.1", min_isr=2, crashes=2, disk_loss=1, max_records=1),
     ModelConfig(rf=2, kafka_version="4.0", elr=True, min_isr=2, crashes=1, unclean_election=True, power_loss=1),
+    # KRaft 3.4: AlterPartition without KIP-903, the unclean setting ignored
+    ModelConfig(rf=2, kafka_version="3.4", kraft=True, min_isr=2, crashes=1, disk_loss=1, unclean_election=True),
 ]
 FAMILY_CASES = [(c, f.name) for c in CONFIGS for f in KAFKA.families if f.kept(c)]
 # graph properties too: their target (``holds``) is a state predicate like any other

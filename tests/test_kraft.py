@@ -1,4 +1,5 @@
-"""Eligible leader replicas (KIP-966, Kafka 4.0 and 4.1 on KRaft; issue 16).
+"""KRaft releases (issue 16): eligible leader replicas (KIP-966, 4.0 and 4.1), AlterPartition
+and KIP-903, KRaft mode in 3.3 to 3.9 (``--kraft``) and KAFKA-12670.
 
 Each expected outcome was written from KIP-966, the 4.0 and 4.1 documentation and
 ``PartitionChangeBuilder`` (apache/kafka 1eb76443) before the checker ran; the lengths
@@ -129,3 +130,32 @@ def test_without_kip_903_a_replaced_disk_rejoins_the_isr_empty(monkeypatch):
     steps = [model.catalogue[a].name for a in result.by_name("committed-survive").path.actions]
     expand = steps.index("LeaderExpandIsr")
     assert expand < steps.index("BrokerCrashDiskLoss") < steps.index("BrokerRestart") < steps.index("ControllerAlterPartition")
+
+
+def test_kraft_before_3_9_ignores_the_unclean_setting():
+    """KAFKA-12670: until 3.9 the KRaft controller never read unclean.leader.election.enable,
+    so a topic that asks for unclean elections keeps its committed records (and waits
+    for an ISR member), while ZooKeeper mode and 3.9's KRaft lose one in 9 states."""
+    config = ModelConfig(rf=2, unclean_election=True, kafka_version="3.8", kraft=True)
+    for kernel in ("vector", "scalar"):
+        assert _outcome(run_bfs(config, ["committed-survive"], kernel=kernel), "committed-survive") == ("holds", None)
+    assert "ControllerUncleanElect" not in ReplicationModel(config).catalogue.base
+    for other in (config.with_changes(kafka_version="3.9"), config.with_changes(kraft=False)):
+        assert _outcome(run_bfs(other, ["committed-survive"]), "committed-survive") == ("violated", 9)
+
+
+def test_kraft_mode_keeps_zookeeper_modes_verdicts_where_no_rule_differs():
+    """AlterPartition only delays the leader's ISR changes and makes it count more replicas:
+    at rf 2 every property has the same verdict in both modes on 3.9."""
+    zookeeper = run_bfs(ModelConfig(rf=2, min_isr=2, kafka_version="3.9"), explore_all=True, symmetry=True)
+    kraft = run_bfs(ModelConfig(rf=2, min_isr=2, kafka_version="3.9", kraft=True), explore_all=True, symmetry=True)
+    assert [(p.name, p.status) for p in zookeeper.properties] == [(p.name, p.status) for p in kraft.properties]
+
+
+@pytest.mark.parametrize("args,words", [
+    (("--kraft", "--kafka-version", "3.2"), "--kraft needs Kafka 3.3 or later"),
+    (("--zookeeper", "--kafka-version", "4.0"), "runs only in KRaft mode"),
+])
+def test_a_controller_the_release_lacks_is_refused_in_one_line(tmp_path, args, words):
+    proc = run_cli("check-model", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
