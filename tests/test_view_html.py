@@ -21,7 +21,6 @@ from isrcheck.traces import Step, itf
 from isrcheck.traces.view_data import build_view, check_trace, role
 from isrcheck.traces.view_html import render_html, script_json, write_html
 
-from .cdp import Chromium, find_chromium
 from .view_helpers import DISK_LOSS, checked_trace, kip101_trace, long_walk_trace, walk_model
 
 ARTIFACTS = Path(os.environ.get("ISRCHECK_ARTIFACTS") or Path(__file__).resolve().parent.parent / "test-artifacts")
@@ -32,16 +31,6 @@ EVIL_DOC = "<img src=x onerror=window.__pwned=3> & <b>bold</b>"
 @pytest.fixture(scope="module")
 def kip101():
     return kip101_trace()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    binary = find_chromium()
-    if binary is None:
-        pytest.fail("chromium is not installed: the HTML view test needs Debian's chromium (.ci/run installs it)")
-    chromium = Chromium(binary, width=1280, height=800)
-    yield chromium
-    chromium.close()
 
 
 def artifact(name: str) -> Path:

@@ -169,6 +169,7 @@ class ReplicaView:
     changed: frozenset[str]  # of: log, leo, hw, leader, epoch, isr, alive, role
     appended: tuple[int, ...]  # offsets that are new or rewritten at this step
     dropped: tuple[Record, ...]  # records truncated or wiped at this step
+    asks: str | None = None  # a pending AlterPartition (KRaft): "+f" adds follower f, "-f" removes it
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +292,8 @@ def _replica(before: PartitionState | None, after: PartitionState, r: int) -> Re
         for name in ("hw", "leader", "isr", "alive"):
             if getattr(old, name) != getattr(rs, name):
                 changed.add(name)
+        if old.proposal != rs.proposal:
+            changed.add("asks")
         if old.leader_epoch != rs.leader_epoch:
             changed.add("epoch")
         if role(before, r) != role(after, r):
@@ -318,6 +321,7 @@ def _replica(before: PartitionState | None, after: PartitionState, r: int) -> Re
         changed=frozenset(changed),
         appended=appended,
         dropped=dropped,
+        asks=None if rs.proposal is None else f"{'-' if rs.proposal in rs.isr else '+'}{rs.proposal}",
     )
 
 

@@ -49,6 +49,7 @@ def _replica(r: ReplicaView) -> dict[str, Any]:
         "changed": sorted(r.changed),
         "appended": list(r.appended),
         "dropped": [_record(x) for x in r.dropped],
+        "asks": r.asks,
     }
 
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from isrcheck.model import Record
+from isrcheck.model.fields import alter_partition
 
 from .view_data import VIOLATED, WITNESSED, ReplicaView, StepView, TraceView
 
@@ -37,6 +38,7 @@ LEGEND = (
     "+ appended and - truncated at this step, * changed since the previous step;\n"
     "LeaderAndIsr e1→2 {1,2}: the controller's request of epoch 1, naming leader 2 and ISR {1,2}"
 )
+KRAFT_LEGEND = "\n{0,1} +2?: the leader has asked the controller to add broker 2 (AlterPartition), -2? to remove it"
 INDENT = 2
 
 
@@ -71,7 +73,7 @@ def renderables(view: TraceView, *, changed_only: bool = False, width: int = 100
     yield Text(view.summary)
     if view.property_name is not None:
         yield Text.assemble((view.property_name, "bold"), ": ", view.doc)
-    yield Text(LEGEND, style=DIM)
+    yield Text(LEGEND + (KRAFT_LEGEND if alter_partition(view.config) else ""), style=DIM)
     if changed_only:
         yield Text("after step 0 only what changed is shown", style=DIM)
     last = len(view.steps) - 1
@@ -227,7 +229,8 @@ def _replica_table(view: TraceView, rows: list[ReplicaView]) -> Table:
             _val(str(r.hw), "hw" in r.changed),
             _val(_opt(r.leader) if memory else "-", "leader" in r.changed),
             _val(_opt(r.epoch) if memory else "-", "epoch" in r.changed),
-            _val(_isr(r.isr) if memory else "-", "isr" in r.changed),
+            _val((_isr(r.isr) + (f" {r.asks}?" if r.asks else "")) if memory else "-",
+                 "isr" in r.changed or "asks" in r.changed),
             Text("yes" if r.in_quorum_isr else "no", style="" if r.in_quorum_isr else DIM),
         )
     return table

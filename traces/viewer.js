@@ -222,6 +222,7 @@
       fact(facts, "leader", opt(r.leader), r.changed.indexOf("leader") >= 0);
       fact(facts, "epoch", opt(r.epoch), r.changed.indexOf("epoch") >= 0);
       fact(facts, "ISR", isr(r.isr), r.changed.indexOf("isr") >= 0);
+      if (r.asks) fact(facts, "asks", r.asks, r.changed.indexOf("asks") >= 0);
     } else {
       facts.appendChild(document.createTextNode("down: in-memory state lost  "));
     }
