@@ -38,6 +38,9 @@ TARGETS = {
     "kip320-rf3-e3": [*CORE3, "--no-symmetry", "--max-leader-epoch", "3"],
     "main-job": ["--rf", "3", "--min-isr", "2"],  # the Kafka model, symmetry on: check-model's defaults (3.9)
     "main-job-3.6": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.6"],  # the main job before strict min ISR
+    # the main job on KRaft: 3.9's in KRaft mode (AlterPartition), and 4.1's (with ELR)
+    "main-job-kraft": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.9", "--kraft"],
+    "main-job-4.1": ["--rf", "3", "--min-isr", "2", "--kafka-version", "4.1"],
     # the main job saving a checkpoint at every level (issue 17: within 1.5 times main-job)
     "main-job-checkpoint": ["--rf", "3", "--min-isr", "2", "--checkpoint", "{fresh folder}"],
     # the main job's space with its state graph kept and can-recover decided over it (issue 19)

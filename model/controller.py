@@ -142,8 +142,11 @@ def ControllerUncleanElect(s, x, leader):
     yield alive(s, leader)
     yield x.all_(x.implies(x.has(q, m), x.or_(x.not_(alive(s, m)), _deposed(s, x, m))) for m in range(rf))
     yield x.not_(_deposed(s, x, leader))
-    if eligible_leaders(s.cfg):  # a clean choice comes first: a live ELR member, or the last known leader
-        yield x.implies(x.empty(q), x.all_(x.implies(x.has(s.elr, m), x.not_(alive(s, m))) for m in range(rf)))
+    if eligible_leaders(s.cfg):
+        # a clean choice comes first: the fencing of the dead ISR members that an unclean
+        # election waits for moves them to the ELR, and a live ELR member is then elected,
+        # or the last known leader when the ELR is empty too
+        yield x.all_(x.implies(x.has(s.elr, m), x.not_(alive(s, m))) for m in range(rf))
         yield x.not_(x.and_(x.empty(q), x.empty(s.elr), _last_leader_alive(s, x)))
         s.elr = x.brokers()
     new = x.brokers(leader)

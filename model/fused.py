@@ -213,9 +213,9 @@ def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - on
             leader_reqs = tuple(
                 (SLOT_LEADER[v], e, SLOT_ISR[v]) for e, v in reversed(list(enumerate(slots))) if SLOT_LEADER[v] >= 0
             )
-            # with ELR an unclean election waits while the ISR is empty and an ELR member, or the
-            # last known leader (the ELR empty too), is alive: brokers any of which vetoes it
-            vetoes = (MEMBERS[elr] if elr else (lkl,) if lkl >= 0 else ()) if elr_on and not qisr else ()
+            # with ELR an unclean election waits while an ELR member, or the last known leader
+            # (the ISR and the ELR empty), is alive: brokers any of which vetoes it
+            vetoes = (MEMBERS[elr] if elr else (lkl,) if lkl >= 0 else ()) if elr_on else ()
             value = self[key] = (qisr, nle, qlead, nle - 1, tuple(ctrl), tuple(unclean_moves), MEMBERS[qisr],
                                  leader_reqs, deposed, elr, tuple(last_moves), vetoes)
             return value

@@ -49,9 +49,8 @@ CONFIGS = [
     ModelConfig(rf=2, acks="all", min_isr=2, crashes=1, disk_loss=1, power_loss=2, max_records=1),  # unflushed writes
     ModelConfig(rf=3, acks="1", crashes=0, power_loss=2, flush="always", max_records=1, max_leader_epoch=1),
     ModelConfig(rf=3, acks="all", min_isr=2, crashes=2, restarts=False, max_records=1),  # permanent failures
-    # KIP-966's ELR: with lossy and plain crashes, with unclean election and power losses
-    ModelConfig(rf=3, kafka_version="4.1", min_isr=2, crashes=2, disk_loss=1, max_records=1),
-    ModelConfig(rf=2, kafka_version="4.0", elr=True, min_isr=2, crashes=1, unclean_election=True, power_loss=1),
+    # KRaft 4.1: AlterPartition, KIP-903 and KIP-966's ELR, with unclean election (which the ELR vetoes)
+    ModelConfig(rf=3, kafka_version="4.1", min_isr=2, crashes=2, max_records=1, unclean_election=True),
     # KRaft 3.4: AlterPartition without KIP-903, the unclean setting ignored
     ModelConfig(rf=2, kafka_version="3.4", kraft=True, min_isr=2, crashes=1, disk_loss=1, unclean_election=True),
 ]

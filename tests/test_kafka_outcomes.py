@@ -34,12 +34,13 @@ MAIN_JOB_FIGURES = {  # release -> (distinct, full, generated, depth, witness le
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", MAIN_JOB_FIGURES)
-@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+@pytest.mark.parametrize("kernel,version", [("vector", "3.6"), ("vector", "3.9"), ("scalar", "3.9")])
 def test_main_job_every_property_holds_and_every_witness_is_found(kernel, version):
     """Both kernels on both cores (threads for the vector kernel, processes for the scalar
     one) give the pinned counts and witness lengths: our strongest check of the Kafka model.
-    3.7's strict min ISR halves the space: the HWM no longer moves while the ISR is {leader}."""
+    3.7's strict min ISR halves the space: the HWM no longer moves while the ISR is {leader}.
+    (The scalar kernel on 3.6's space, twice as big, took 27 s of the suite; the fused loop
+    is held to the definitions action by action in tests/test_conformance.py.)"""
     result = run_bfs(MAIN_JOB.with_changes(kafka_version=version), kernel=kernel, symmetry=True, workers=2)
     assert result.kernel == kernel and result.exhausted
     status = {p.name: p.status for p in result.properties}
