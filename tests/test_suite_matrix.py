@@ -78,7 +78,7 @@ def test_the_shipped_suites_are_valid():
     for name in ("kafka-versions", "kafka-releases", "production-configs", "tradeoff-rf3"):
         suite = load_suite(ROOT / "examples" / f"{name}.toml")
         assert suite.checks and all(c.expect for c in suite.checks)
-    assert len(load_suite(ROOT / "examples" / "tradeoff-rf3.toml").checks) == 24
+    assert len(load_suite(ROOT / "examples" / "tradeoff-rf3.toml").checks) == 36
 
 
 def test_every_check_gets_its_own_trace_folder_even_when_names_look_alike(tmp_path):
