@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from isrcheck.files import FileProblem, read_bounded
+from isrcheck.model.fields import producer_requests
 
 from .common import UsageFailure
 
@@ -56,6 +57,23 @@ def _elr_version(key: str, text: str) -> bool:
     return text.strip() == "1"
 
 
+def _retries(key: str, text: str) -> int:
+    """Kafka's retries count per record (default: without limit, until delivery.timeout.ms); the model
+    bounds the retries of a whole run (--retries), and one retry already writes a duplicate or
+    swaps two records: any non-zero value is checked with one."""
+    if not re.fullmatch(r"[0-9]{1,10}", text) or int(text) > 2**31 - 1:
+        raise UsageFailure(f"{key}={text}: a whole number from 0 to 2147483647 is needed")
+    return min(int(text), 1)
+
+
+def _in_flight(key: str, text: str) -> int:
+    """max.in.flight.requests.per.connection; beyond the model's 8 records, more changes nothing."""
+    n = _number(key, text)
+    if n < 1:
+        raise UsageFailure(f"{key}={text}: at least 1 is needed")
+    return min(n, 8)
+
+
 # key -> (ModelConfig field, reading of Kafka's value)
 MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "replication.factor": ("rf", _number),
@@ -64,6 +82,9 @@ MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "acks": ("acks", _acks),
     "flush.messages": ("flush", _flush),
     "eligible.leader.replicas.version": ("elr", _elr_version),  # a cluster feature, not a topic's key
+    "retries": ("retries", _retries),  # the producer's keys from here on
+    "max.in.flight.requests.per.connection": ("max_in_flight", _in_flight),
+    "enable.idempotence": ("idempotent", _switch),
 }
 # Kafka's topic keys that no modelled behaviour depends on
 IGNORED = frozenset("""
@@ -76,10 +97,9 @@ IGNORED = frozenset("""
     remote.log.delete.on.disable remote.storage.enable retention.bytes retention.ms segment.bytes
     segment.index.bytes segment.jitter.ms segment.ms
 """.split())
-# client keys the model will decide on once it has producer retries and consumer offsets
+# client keys the model will decide on once it has consumer offsets (delivery.timeout.ms: --retries bounds attempts)
 NOT_YET = frozenset("""
-    enable.idempotence retries max.in.flight.requests.per.connection delivery.timeout.ms
-    enable.auto.commit auto.offset.reset
+    delivery.timeout.ms enable.auto.commit auto.offset.reset
 """.split())
 KNOWN = tuple(sorted({*MODELLED, *IGNORED, *NOT_YET}))
 
@@ -115,7 +135,7 @@ class KafkaSettings:
         if self.ignored:
             out.append(f"ignored (no modelled behaviour depends on them): {', '.join(self.ignored)}")
         if self.not_yet:
-            out.append(f"ignored (producer retries and consumer offsets are not modelled yet): {', '.join(self.not_yet)}")
+            out.append(f"ignored (consumer offsets are not modelled yet; --retries bounds a producer's attempts, not delivery.timeout.ms): {', '.join(self.not_yet)}")
         return out
 
 
@@ -173,6 +193,10 @@ def kafka_values(config: Any) -> dict[str, str]:
     }
     if config.release is not None and config.release.elr and config.kraft:
         values["eligible.leader.replicas.version"] = "1" if config.elr else "0"
+    if producer_requests(config):
+        values["retries"] = str(config.retries)
+        values["max.in.flight.requests.per.connection"] = str(config.max_in_flight)
+        values["enable.idempotence"] = "true" if config.idempotence else "false"
     return values
 
 

@@ -35,6 +35,7 @@ REVISIONS = tuple(r.value for r in Revision)
 ACKS = ("all", "1", "0")
 FLUSH = ("os", "always")
 FAIRNESS = ("weak", "none")
+MAX_IN_FLIGHT_IDEMPOTENT = 5  # ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
 
 # Tables grow with 2**rf (ISR bitmasks) and rf! (symmetry); beyond this the
 # explicit engines are not the right tool anyway.
@@ -69,15 +70,18 @@ class ModelConfig:
     kafka_version: str | None = None  # None: the default release, or the newest of the protocol revision
     kraft: bool | None = None  # KRaft mode (3.3+); None: ZooKeeper to 3.9, KRaft from 4.0
     elr: bool | None = None  # eligible leader replicas (KIP-966); None: what the release does for a new cluster
+    retries: int = 0  # producer retries in a run (a bound, like crashes)
+    max_in_flight: int = 5  # max.in.flight.requests.per.connection
+    idempotent: bool | None = None  # enable.idempotence; None: Kafka's default (see ``idempotence``)
 
     def __post_init__(self) -> None:
-        if self.log_size is None:
-            object.__setattr__(self, "log_size", self.max_records)
         if self.core:
             for knob in FEATURES:
                 object.__setattr__(self, knob.field, knob.neutral)
         else:
             self._resolve_release()
+        if self.log_size is None:
+            object.__setattr__(self, "log_size", self.default_log_size)
         if self.protocol is None:
             object.__setattr__(self, "protocol", Revision.KIP_320.value)
 
@@ -109,6 +113,17 @@ class ModelConfig:
     def release(self) -> Release | None:
         """The Kafka release whose rules the Kafka model follows (None on the core machine)."""
         return releases.BY_VERSION.get(self.kafka_version) if not self.core else None
+
+    @property
+    def idempotence(self) -> bool:
+        """enable.idempotence as the producer applies it: explicit, or Kafka's default, on from 3.0
+        (KIP-679; KAFKA-13598: from 3.0.1 and 3.1.1) unless acks, retries or max.in.flight
+        conflict (then it is off, KAFKA-13673), as ``ProducerConfig.postProcessAndValidateIdempotenceConfigs``."""
+        if self.idempotent is not None:
+            return self.idempotent
+        release = self.release
+        return (release is not None and release.idempotence_default and self.acks == "all" and self.retries > 0
+                and self.max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT)
 
     @property
     def unbounded(self) -> bool:
@@ -147,7 +162,17 @@ class ModelConfig:
                 raise ConfigError(problem)
         return self
 
+    @property
+    def default_log_size(self) -> int:
+        """The log size where none is given: the records, and room for the copies that retries
+        without idempotence write."""
+        return self.max_records + (0 if self.idempotence or self.acks == "0" else self.retries)
+
     def with_changes(self, **changes: Any) -> "ModelConfig":
+        """A copy with these fields changed; a log size that was the producer's default follows it."""
+        producer = {"retries", "idempotent", "acks", "kafka_version", "max_in_flight"}
+        if producer & set(changes) and "log_size" not in changes and self.log_size == self.default_log_size:
+            changes["log_size"] = None
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
@@ -285,6 +310,27 @@ def _kraft_slug(c: ModelConfig) -> str:
     return "kraft" if release is not None and release.kraft == "optional" and c.kraft else ""
 
 
+def _idempotence_problem(c: ModelConfig) -> str:
+    """Kafka's ConfigException for an explicit enable.idempotence=true that other settings contradict."""
+    if not c.idempotent:
+        return ""
+    if c.acks != "all":
+        return "--idempotent needs --acks all (Kafka: \"Must set acks to all in order to use the idempotent producer\")"
+    if c.retries == 0:
+        return "--idempotent needs --retries 1 or more (Kafka: \"Must set retries to non-zero when using the idempotent producer\")"
+    if c.max_in_flight > MAX_IN_FLIGHT_IDEMPOTENT:
+        return (f"--idempotent needs --max-in-flight {MAX_IN_FLIGHT_IDEMPOTENT} or less (Kafka: the broker keeps the last "
+                f"{MAX_IN_FLIGHT_IDEMPOTENT} batches of a producer to find duplicates)")
+    return ""
+
+
+def _producer_words(c: ModelConfig) -> str:
+    if c.core or c.acks == "0" or (c.retries == 0 and c.max_in_flight >= c.max_records):
+        return ""
+    idem = "idempotent" if c.idempotence else "not idempotent"
+    return f"retries {c.retries}, max-in-flight {c.max_in_flight}, {idem}"
+
+
 def _crash_words(c: ModelConfig) -> str:
     return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
 
@@ -366,6 +412,25 @@ FEATURES: tuple[Knob, ...] = (
          f"--fairness {c.fairness!r} is unknown; choose one of {', '.join(FAIRNESS)}",
          words=lambda c: "" if c.fairness == "weak" else "no fairness",
          slug=lambda c: "" if c.fairness == "weak" else "nofairness"),
+    Knob("retries", "--retries",
+         "Producer retries allowed in a run (a bound of the search, like --crashes; Kafka's default retries without "
+         "limit until delivery.timeout.ms): a request that fails or times out is sent again. Ignored with --acks 0.",
+         0, count=True,
+         check=lambda c: "" if 0 <= c.retries <= 4 else f"--retries {c.retries} is out of range; allowed 0 to 4",
+         words=_producer_words, slug=lambda c: f"retries{c.retries}" if c.retries else "",
+         column="retries", cell=lambda c: str(c.retries), rank=12, bound="retries"),
+    Knob("max_in_flight", "--max-in-flight",
+         "max.in.flight.requests.per.connection: produce requests the producer has sent and awaits [default: 5].", 5,
+         check=lambda c: "" if 1 <= c.max_in_flight <= 8 else
+         f"--max-in-flight {c.max_in_flight} is out of range; allowed 1 to 8",
+         slug=lambda c: f"inflight{c.max_in_flight}" if c.max_in_flight != 5 else "",
+         column="in flight", cell=lambda c: str(c.max_in_flight), rank=13),
+    Knob("idempotent", "--idempotent/--no-idempotent",
+         "enable.idempotence: the leader drops a retried record it already has (DuplicateSequence) and one out of "
+         "order (OutOfOrderSequence) [default: Kafka's, on from 3.0 unless acks, retries or max-in-flight conflict].",
+         False, check=_idempotence_problem,
+         slug=lambda c: "" if c.idempotent is None else ("idempotent" if c.idempotent else "notidempotent"),
+         column="idempotent", cell=lambda c: "yes" if c.idempotence else "no", rank=14),
     Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
          words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
          column="consumer", cell=lambda c: "yes" if c.consumer else "no",

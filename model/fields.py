@@ -116,6 +116,21 @@ def eligible_leaders(cfg: ModelConfig) -> bool:
     return kafka(cfg) and bool(cfg.elr)
 
 
+def producer_requests(cfg: ModelConfig) -> bool:
+    """The producer's requests are tracked (``--retries``, ``--max-in-flight``): a record is in flight
+    from its append until its answer, and a request that fails or times out may be sent again."""
+    return acknowledges(cfg) and (cfg.retries > 0 or cfg.max_in_flight < cfg.max_records)
+
+
+def retrying(cfg: ModelConfig) -> bool:
+    return producer_requests(cfg) and cfg.retries > 0
+
+
+def idempotence(cfg: ModelConfig) -> bool:
+    """enable.idempotence: the leader checks each record's sequence against its log (``ProducerAppendInfo``)."""
+    return retrying(cfg) and cfg.idempotence
+
+
 def _records(cfg: ModelConfig) -> int:
     return cfg.max_records
 
@@ -169,6 +184,18 @@ FIELDS = (
     Field("readable", Ids(_records), False, lambda c: NO_IDS, "readable",
           "records a consumer could read (below a believed leader's HWM)", when=consumer, default=NO_IDS,
           itf_when=kafka, shown="history", label="readable"),
+    # the producer's requests (--retries, --max-in-flight, --idempotent)
+    Field("inflight", Ids(_records), False, lambda c: NO_IDS, "producer.inFlight",
+          "records appended whose answer the producer still awaits", when=producer_requests, default=NO_IDS,
+          shown="history", label="in flight"),
+    Field("failed", Ids(_records), False, lambda c: NO_IDS, "producer.toRetry",
+          "records whose request failed or timed out, to be sent again", when=retrying, default=NO_IDS,
+          shown="history", label="to retry"),
+    Field("retries", Count(lambda c: c.retries), False, lambda c: 0, "producer.retries", "retries so far",
+          when=retrying, default=0, shown="counter", label="retries"),
+    Field("deduplicated", Ids(_records), False, lambda c: NO_IDS, "producer.duplicates",
+          "records whose retry a leader found in its log (DuplicateSequence: not written again)",
+          when=idempotence, default=NO_IDS, shown="history", label="duplicates dropped"),
 )
 
 
@@ -255,7 +282,12 @@ REQUEST_FACTS = (
          lambda v, x, cfg: x.or_(v["leader"] == NONE, x.has(v["isr"], v["leader"]))),
 )
 
-KAFKA = Protocol("kafka", FIELDS, KafkaReplica, KafkaState, FACTS, REQUEST_FACTS, distinct_log_ids=True)
+def _distinct_ids(cfg: ModelConfig) -> bool:
+    """Only a retry without idempotence writes a record id twice."""
+    return not retrying(cfg) or idempotence(cfg)
+
+
+KAFKA = Protocol("kafka", FIELDS, KafkaReplica, KafkaState, FACTS, REQUEST_FACTS, distinct_log_ids=_distinct_ids)
 ReplicaState, PartitionState = KAFKA.classes
 
 

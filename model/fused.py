@@ -24,8 +24,8 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import (alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr,
-                     unclean_elections, unflushed)
+from .fields import (alter_partition, eligible_leaders, producer_requests, restart_fencing, stale_epoch_refused,
+                     strict_min_isr, unclean_elections, unflushed)
 
 Successors = Callable[[int], list[tuple[int, int]]]
 
@@ -49,8 +49,12 @@ class LocalInfo(dict):
         return value
 
 
-def make_successors(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one flat hot loop on purpose
+def make_successors(L: Layout, cat: Catalogue) -> Successors | None:  # noqa: C901 - one flat hot loop on purpose
+    """The fused successor function, or None where the configuration tracks the producer's requests
+    (``--retries``, ``--max-in-flight``): those run the definitions (``producer.py``)."""
     cfg = L.config
+    if producer_requests(cfg):
+        return None
     rf = L.rf
     R = range(rf)
     kafka = not cfg.core

@@ -12,6 +12,7 @@ from . import leadership  # noqa: F401 - become leader, become follower
 from . import leader  # noqa: F401 - write, advance the HWM, shrink and expand the ISR
 from . import follower  # noqa: F401 - fetch
 from . import brokers  # noqa: F401 - broker crashes and restarts
+from . import producer  # noqa: F401 - the producer's answers, timeouts and retries
 # isort: on
 from .fields import KAFKA
 

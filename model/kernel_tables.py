@@ -76,7 +76,7 @@ class KernelTables:
         counted first: tables too big for the kernel, or for the memory the run's limit
         leaves, are refused before they are built (the scalar kernel may then run)."""
         cfg, ne = self.config, self.n_epochs
-        distinct = ne if self.protocol.distinct_log_ids else None
+        distinct = ne if self.protocol.distinct_log_ids(cfg) else None
         codes = cfg.max_records * ne
         n = count_logs(codes, cfg.logsize, distinct)
         if 8 * n * n > MAX_TABLE_BYTES:

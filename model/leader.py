@@ -37,9 +37,35 @@ drops a pending request; the controller refuses one from a leader of an older ep
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT
-from .fields import (KAFKA, NONE, alive, alter_partition, expose, fenced, in_maximal_isr, kafka, leads, set_quorum_isr,
-                     strict_min_isr, true_leader_is)
+from .fields import (KAFKA, NONE, alive, alter_partition, expose, fenced, idempotence, in_maximal_isr, kafka, leads,
+                     producer_requests, retrying, set_quorum_isr, strict_min_isr, true_leader_is)
 from .words import elr_change, fmt_ids, fmt_isr
+
+
+def in_sequence(s, x, log, rid):
+    """An idempotent leader appends record ``rid`` (a sequence number): right after its log's last
+    record, or to a log with none of the producer's (no producer state: any sequence)."""
+    end = x.length(log)
+    return x.or_(end == 0, x.id_at(log, end - 1) == rid - 1)
+
+
+def may_send(s, x) -> list:
+    """The guard's conjuncts for a new record: a free in-flight slot, and no retry queued ahead."""
+    out = [x.size(s.inflight) < s.cfg.max_in_flight]
+    if retrying(s.cfg):
+        out.append(x.empty(s.failed))
+    return out
+
+
+def answered(s, x, rid, cond) -> None:
+    """Where ``cond`` holds, the producer hears that record ``rid`` is written: acknowledged, no
+    longer in flight (``rid`` may be a state value: one conditional drop per record id)."""
+    s.acked = x.put(s.acked, rid, cond)
+    if s.keeps("inflight"):
+        left = s.inflight
+        for k in range(s.cfg.max_records):
+            left = x.ite(x.and_(cond, rid == k), x.drop(left, k), left)
+        s.inflight = left
 
 
 def _write_words(before, after, a) -> str:
@@ -67,10 +93,17 @@ def LeaderWrite(s, x, replica):
     yield x.length(s.log[r]) < cfg.logsize
     if kafka(cfg) and cfg.acks == "all":
         yield x.size(s.isr[r]) >= cfg.min_isr  # else NotEnoughReplicas
+    tracked = producer_requests(cfg)
+    if tracked:
+        yield from may_send(s, x)
+    if idempotence(cfg):
+        yield in_sequence(s, x, s.log[r], nid)  # else OutOfOrderSequence
     log = x.append(s.log[r], nid, s.leader_epoch[r])
     s.log[r] = log
     s.next_record_id = nid + 1
-    if kafka(cfg) and cfg.acks == "1":
+    if tracked:
+        s.inflight = x.put(s.inflight, nid)  # acks=1: the answer reaches the producer next (ProducerAcknowledged)
+    elif kafka(cfg) and cfg.acks == "1":
         s.acked = x.put(s.acked, nid)
     expose(s, x, x.ids_below(log, s.hw[r]), true_leader_is(s, x, r))
 
@@ -83,7 +116,11 @@ def _hw_words(before, after, a) -> str:
     if new_acks:
         notes.append(f"the producer is told {fmt_ids(new_acks)} is written")
     elif rs.leader_since is not None and rs.hw < len(rs.log) and rs.log[rs.hw].epoch >= rs.leader_since and rs.log[rs.hw].id not in before.acked:
-        notes.append(f"the producer of {rs.log[rs.hw]} gets NotEnoughReplicasAfterAppend (ISR {fmt_isr(rs.isr)} is below min-isr)")
+        rid = rs.log[rs.hw].id
+        if rid not in before.inflight and (rid in before.failed or before.retries):  # (a retrying producer's)
+            notes.append(f"the producer no longer waits for {rs.log[rs.hw]}: its request timed out")
+        else:
+            notes.append(f"the producer of {rs.log[rs.hw]} gets NotEnoughReplicasAfterAppend (ISR {fmt_isr(rs.isr)} is below min-isr)")
     if after.readable - before.readable and not after.committed - before.committed:
         notes.append(f"consumers may read below it, but it is not committed: broker {r} is not the true leader")
     return f"broker {r} advances its high watermark to {after.replicas[r].hw}" + "".join(f"; {n}" for n in notes)
@@ -118,7 +155,9 @@ def LeaderIncHighWatermark(s, x, leader):
         # the producer gets NotEnoughReplicasAfterAppend instead)
         maximal = x.count(in_maximal_isr(s, x, r, f) for f in range(cfg.rf)) if alter_partition(cfg) else x.size(s.isr[r])
         waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], maximal >= cfg.min_isr)
-        s.acked = x.put(s.acked, x.id_at(log, h), waiting)
+        if producer_requests(cfg):  # the producer still awaits it (not timed out)
+            waiting = x.and_(waiting, x.has(s.inflight, x.id_at(log, h)))
+        answered(s, x, x.id_at(log, h), waiting)
     expose(s, x, x.ids_below(log, h + 1), true_leader_is(s, x, r))
 
 

@@ -124,7 +124,8 @@ class Model:
         self.layout = Layout(self.schema, self.tick)
         self.catalogue = Catalogue(protocol, config)
         self.derived = DerivedSuccessors(self.layout, self.catalogue)
-        self.successors = fused(self.layout, self.catalogue) if fused is not None else self.derived
+        fast = fused(self.layout, self.catalogue) if fused is not None else None
+        self.successors = fast if fast is not None else self.derived
 
     # -- the run's limits while tables are built ---------------------------------------------------
     def tick(self) -> None:

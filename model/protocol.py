@@ -44,8 +44,8 @@ class Protocol:
     """A model's definition: its state fields and its action families, in registry order.
 
     ``facts``: the reachable-state facts about a replica's fields; ``request_facts``: about
-    a request's ``leader`` and ``isr``; ``distinct_log_ids``: no record id appears twice in a
-    log (the vector kernel's table of logs leaves such logs out)."""
+    a request's ``leader`` and ``isr``; ``distinct_log_ids``: the configurations in which no
+    record id appears twice in a log (the vector kernel's table of logs leaves such logs out)."""
 
     def __init__(
         self,
@@ -55,7 +55,7 @@ class Protocol:
         state_base: type = object,
         facts: tuple[Fact, ...] = (),
         request_facts: tuple[Fact, ...] = (),
-        distinct_log_ids: bool = False,
+        distinct_log_ids: Callable[[Any], bool] = lambda cfg: False,
     ) -> None:
         clash = {f.name for f in fields} & RESERVED
         if clash:

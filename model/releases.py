@@ -33,6 +33,7 @@ class Release:
     kraft_unclean: bool = False  # KAFKA-12670 (3.9): KRaft honours unclean.leader.election.enable
     elr: bool = False  # KIP-966's eligible leader replicas can be switched on (4.0+)
     elr_default: bool = False  # ... and are on for a new cluster of this release (4.1+)
+    idempotence_default: bool = False  # KIP-679 (3.0): the producer is idempotent unless its settings conflict
 
     def rules(self, kraft: bool) -> list[str]:
         """The rules checked in ZooKeeper or KRaft mode, in the words of the KIPs and JIRAs."""
@@ -68,16 +69,19 @@ RELEASES: tuple[Release, ...] = (
     *_line("0.11 1.0 1.1", "kip-101"),
     *_line("2.0", "kip-279"),
     *_line("2.1", "kip-320"),
-    *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8 3.0 3.1 3.2", "kip-320", restart_fencing=True),
-    *_line("3.3 3.4", "kip-320", restart_fencing=True, kraft="optional"),
-    *_line("3.5 3.6", "kip-320", restart_fencing=True, kraft="optional", stale_epoch_refused=True),
-    *_line("3.7 3.8", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="optional", stale_epoch_refused=True),
+    *_line("2.2 2.3 2.4 2.5 2.6 2.7 2.8", "kip-320", restart_fencing=True),
+    *_line("3.0 3.1 3.2", "kip-320", restart_fencing=True, idempotence_default=True),
+    *_line("3.3 3.4", "kip-320", restart_fencing=True, kraft="optional", idempotence_default=True),
+    *_line("3.5 3.6", "kip-320", restart_fencing=True, kraft="optional", stale_epoch_refused=True,
+           idempotence_default=True),
+    *_line("3.7 3.8", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="optional", stale_epoch_refused=True,
+           idempotence_default=True),
     *_line("3.9", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="optional", stale_epoch_refused=True,
-           kraft_unclean=True),
+           kraft_unclean=True, idempotence_default=True),
     *_line("4.0", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="only", stale_epoch_refused=True,
-           kraft_unclean=True, elr=True),
+           kraft_unclean=True, elr=True, idempotence_default=True),
     *_line("4.1", "kip-320", restart_fencing=True, strict_min_isr=True, kraft="only", stale_epoch_refused=True,
-           kraft_unclean=True, elr=True, elr_default=True),
+           kraft_unclean=True, elr=True, elr_default=True, idempotence_default=True),
 )
 BY_VERSION = {r.version: r for r in RELEASES}
 VERSIONS = tuple(BY_VERSION)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import alive, quorum_epoch, restarts, true_leader_is, write_quorum
+from isrcheck.model.fields import alive, idempotence, quorum_epoch, restarts, retrying, true_leader_is, write_quorum
 from isrcheck.model.ops_int import state_predicate
 
-from . import compiled, explain
+from . import compiled, delivery, explain
 
 Expectation = Literal["always", "sometimes"]
 Predicate = Callable[[int], bool]
@@ -203,6 +203,7 @@ def _kafka(config: ModelConfig) -> bool:
 
 
 _NOT_CORE = "--core has no producer, consumer or crash history"
+_NO_RETRIES = "the producer sends each record once: --retries 0, or --acks 0"
 
 PROPERTIES: tuple[Property, ...] = (
     Property(
@@ -263,6 +264,26 @@ PROPERTIES: tuple[Property, ...] = (
         lambda c: _kafka(c) and c.crashes > 0 and c.acks != "0", _write_after_crash,
         "it needs --crashes of at least 1 and acks 1 or all", explain=explain.write_after_crash_witness,
         fast=compiled.write_after_crash_compiled, question=True,
+    ),
+    Property(
+        "no-duplicates", "always",
+        "no record is in the committed log twice: a retry never writes a second copy that gets committed",
+        retrying, delivery.no_duplicates, _NO_RETRIES, explain=delivery.duplicate_found,
+    ),
+    Property(
+        "in-order", "always",
+        "the committed log holds the producer's records in the order it sent them (each record's first copy)",
+        retrying, delivery.in_order, _NO_RETRIES, explain=delivery.reordering_found,
+    ),
+    Property(
+        "producer-retries", "sometimes", "the producer sends a record again after its request timed out",
+        retrying, delivery.retried, _NO_RETRIES, explain=delivery.retry_witness,
+    ),
+    Property(
+        "duplicate-dropped", "sometimes",
+        "a leader recognises a retried record as one it has (DuplicateSequence) and does not write it again",
+        idempotence, delivery.duplicate_dropped, "the producer is not idempotent, or never retries",
+        explain=delivery.duplicate_dropped_witness,
     ),
     Property(
         "can-recover", "always",

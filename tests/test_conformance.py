@@ -53,6 +53,9 @@ CONFIGS = [
     ModelConfig(rf=3, kafka_version="4.1", min_isr=2, crashes=2, max_records=1, unclean_election=True),
     # KRaft 3.4: AlterPartition without KIP-903, the unclean setting ignored
     ModelConfig(rf=2, kafka_version="3.4", kraft=True, min_isr=2, crashes=1, disk_loss=1, unclean_election=True),
+    # the producer's requests: timeouts and retries, idempotent (DuplicateSequence) or not, acks=1's answers
+    ModelConfig(rf=2, min_isr=1, crashes=1, retries=1),
+    ModelConfig(rf=2, acks="1", crashes=0, retries=1, max_in_flight=1, idempotent=False),
 ]
 FAMILY_CASES = [(c, f.name) for c in CONFIGS for f in KAFKA.families if f.kept(c)]
 # graph properties too: their target (``holds``) is a state predicate like any other

@@ -16,6 +16,8 @@ CONFIGS = [
     ModelConfig(rf=2, protocol="hw-truncation", acks="1", crashes=1, disk_loss=1),
     ModelConfig(rf=2, protocol="kip-279", acks="all", min_isr=2, crashes=1, unclean_election=True),
     ModelConfig(rf=3, protocol="kip-101", acks="all", min_isr=1, crashes=1, max_records=1, max_leader_epoch=1),
+    ModelConfig(rf=2, crashes=0, retries=1, idempotent=False),  # duplicates and reordering
+    ModelConfig(rf=2, crashes=0, retries=1, max_records=1),  # idempotent: duplicate-dropped applies
 ]
 
 
