@@ -2,7 +2,8 @@
 
 The terminal view (``view_text``) and the HTML page (``view_html``) draw the same
 facts: per step the Kafka sentence, every replica with what changed since the step
-before, the controller's quorum state, the histories, and at the end the step where
+before, the controller's quorum state, the producer's and the consumer's lanes
+(``view_lanes``), the histories, and at the end the step where
 the property breaks (or is witnessed) with the records it loses. Keeping those
 facts here keeps the two views from disagreeing.
 """
@@ -22,6 +23,7 @@ from isrcheck.properties import BY_NAME, lasso, reach, verdict
 from . import itf
 from .narrate import describe_step, diagnose, explain_witness, short_step
 from .trace import Trace, TraceError, replayed
+from .view_lanes import ClientLane, client_lanes, in_lane
 
 # Outcome of the last step: an ``always`` property breaks there, a ``sometimes`` one is witnessed.
 VIOLATED, WITNESSED = "violated", "witnessed"
@@ -193,10 +195,12 @@ class StepView:
     new_request: bool
     histories: tuple[tuple[str, frozenset[int], frozenset[int]], ...]  # (label, ids, ids new at this step)
     counters: tuple[tuple[str, int, int, bool], ...]  # (label, used, allowed, changed)
+    lanes: tuple[ClientLane, ...] = ()  # the producer's and the consumer's (view_lanes), where kept
 
     @property
     def changed_anything(self) -> bool:
-        return bool(any(r.changed for r in self.replicas) or self.quorum.changed or self.new_request)
+        return bool(any(r.changed for r in self.replicas) or self.quorum.changed or self.new_request
+                    or any(lane.changed for lane in self.lanes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,8 +346,8 @@ def _step(trace: Trace, i: int) -> StepView:
                                       ("isr", bq.isr, q.isr), ("elr", before.elr, ps.elr)) if a != b}
     histories: list[tuple[str, frozenset[int], frozenset[int]]] = []
     counters: list[tuple[str, int, int, bool]] = []
-    for f in KAFKA.fields:  # the histories and counters that the configuration keeps
-        if f.replica or not f.kept(config) or not f.shown:
+    for f in KAFKA.fields:  # the histories and counters that the configuration keeps, outside the lanes
+        if f.replica or not f.kept(config) or not f.shown or in_lane(config, f.name):
             continue
         now, was = getattr(ps, f.name), getattr(before, f.name) if before is not None else None
         if f.shown == "history":
@@ -362,6 +366,7 @@ def _step(trace: Trace, i: int) -> StepView:
         new_request=before is not None and len(ps.requests) > len(before.requests),
         histories=tuple(histories),
         counters=tuple(counters),
+        lanes=client_lanes(config, before, ps, action),
     )
 
 

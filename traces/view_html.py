@@ -1,6 +1,7 @@
 """The HTML view of a trace: one self-contained page (no network), stepped with the keyboard.
 
-The page is ``viewer.html`` with ``viewer.css`` and ``viewer.js`` inlined and the
+The page is ``viewer.html`` with its styles (``viewer.css``, ``lanes.css``) and scripts
+(``lanes.js``: the producer's and the consumer's lanes; ``viewer.js``) inlined and the
 trace's facts (``view_data.build_view``) embedded as JSON in a non-executed script
 element. Nothing from the trace is ever written as markup: the JSON is escaped so it
 cannot close its element, the page's script builds the DOM with ``textContent``,
@@ -21,6 +22,7 @@ from isrcheck.model import Record
 
 from .narrate import fmt_isr
 from .view_data import ReplicaView, StepView, TraceView
+from .view_lanes import ClientLane, lane_names
 
 _SLOTS = ("/*__CSS__*/", "/*__JS__*/", "__DATA__", "__TITLE__")
 
@@ -53,6 +55,18 @@ def _replica(r: ReplicaView) -> dict[str, Any]:
     }
 
 
+def _lane(lane: ClientLane) -> dict[str, Any]:
+    return {
+        "name": lane.name,
+        "event": None if lane.event is None else {"kind": lane.event.kind, "text": lane.event.text},
+        "facts": [
+            {"key": f.key, "label": f.label, "text": f.text, "changed": f.changed,
+             "ids": None if f.ids is None else list(f.ids), "added": list(f.added), "removed": list(f.removed)}
+            for f in lane.facts
+        ],
+    }
+
+
 def _step(s: StepView) -> dict[str, Any]:
     return {
         "index": s.index,
@@ -74,6 +88,7 @@ def _step(s: StepView) -> dict[str, Any]:
             {"label": label, "used": used, "allowed": allowed, "changed": changed}
             for label, used, allowed, changed in s.counters
         ],
+        "lanes": [_lane(lane) for lane in s.lanes],
     }
 
 
@@ -94,6 +109,7 @@ def page_data(view: TraceView) -> dict[str, Any]:
         "rf": view.config.rf,
         "logSize": view.config.logsize,
         "maxEpoch": view.config.max_leader_epoch,
+        "laneNames": list(lane_names(view.config)),
         "steps": [_step(s) for s in view.steps],
     }
 
@@ -111,8 +127,8 @@ def _asset(name: str) -> str:
 def render_html(view: TraceView) -> str:
     """The whole page as one string."""
     values = {
-        "/*__CSS__*/": _asset("viewer.css"),
-        "/*__JS__*/": _asset("viewer.js"),
+        "/*__CSS__*/": _asset("viewer.css") + _asset("lanes.css"),
+        "/*__JS__*/": _asset("lanes.js") + _asset("viewer.js"),  # lanes.js first: viewer.js draws with it
         "__DATA__": script_json(page_data(view)),
         "__TITLE__": html.escape(f"isrcheck: {view.title}"),
     }

@@ -23,6 +23,7 @@ from isrcheck.model import Record
 from isrcheck.model.fields import alter_partition
 
 from .view_data import VIOLATED, WITNESSED, ReplicaView, StepView, TraceView
+from .view_lanes import CONSUMER, ClientLane, LaneFact, lane_names
 
 CHANGED = "bold yellow"
 NEW = "bold green"
@@ -39,6 +40,7 @@ LEGEND = (
     "LeaderAndIsr e1→2 {1,2}: the controller's request of epoch 1, naming leader 2 and ISR {1,2}"
 )
 KRAFT_LEGEND = "\n{0,1} +2?: the leader has asked the controller to add broker 2 (AlterPartition), -2? to remove it"
+LANES_LEGEND = "\n{lanes}: +m1 joined the set and -m1 left it at this step;\n▸ what the step did to the {lanes}"
 INDENT = 2
 
 
@@ -73,7 +75,9 @@ def renderables(view: TraceView, *, changed_only: bool = False, width: int = 100
     yield Text(view.summary)
     if view.property_name is not None:
         yield Text.assemble((view.property_name, "bold"), ": ", view.doc)
-    yield Text(LEGEND + (KRAFT_LEGEND if alter_partition(view.config) else ""), style=DIM)
+    lanes = " and ".join(lane_names(view.config))
+    yield Text(LEGEND + (KRAFT_LEGEND if alter_partition(view.config) else "")
+               + (LANES_LEGEND.format(lanes=lanes) if lanes else ""), style=DIM)
     if changed_only:
         yield Text("after step 0 only what changed is shown", style=DIM)
     last = len(view.steps) - 1
@@ -142,6 +146,9 @@ def _step_block(view: TraceView, step: StepView, *, is_last: bool, changed_only:
         )
     if step.requests and (not changed_only or step.new_request):
         parts.append(_requests(step, width))
+    lanes = [lane for lane in step.lanes if not changed_only or lane.changed]
+    if lanes:
+        parts.append(_indented(_lanes(lanes, width)))
     history = _history_line(step)
     if history is not None and (not changed_only or any(new for _, _, new in step.histories) or any(c[3] for c in step.counters)):
         parts.append(_indented(history))
@@ -194,6 +201,43 @@ def _history_line(step: StepView) -> Text | None:
         line.append(f"  {label} ", style="bold")
         line.append_text(_val(f"{used}/{allowed}", changed))
     return line
+
+
+def _lanes(lanes: list[ClientLane], width: int) -> Table:
+    """The producer's and the consumer's lanes: a label, then its values, wrapped between values
+    (never inside one), and the step's event for it on a line of its own."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    room = max(30, width - INDENT - len(CONSUMER) - 2)
+    for lane in lanes:
+        line, used = Text(), 0
+        for fact in lane.facts:
+            item = _lane_fact(fact)
+            if used and used + 2 + item.cell_len > room:
+                line.append("\n")
+                used = 0
+            elif used:
+                line.append("  ")
+                used += 2
+            line.append_text(item)
+            used += item.cell_len
+        if lane.event is not None:
+            line.append("\n▸ ", style=CHANGED)
+            line.append(lane.event.kind, style=CHANGED)
+            line.append(f": {lane.event.text}")
+        grid.add_row(Text(lane.name, style="bold"), line)
+    return grid
+
+
+def _lane_fact(fact: LaneFact) -> Text:
+    """``label value``: an id set's members with +m1 for one that joined it, -m1 for one that left."""
+    text = Text(f"{fact.label} ", style="bold")
+    if fact.ids is None:
+        return text.append_text(_val(fact.text, fact.changed))
+    marks = [(f"+m{i}" if i in fact.added else f"m{i}", NEW if i in fact.added else "") for i in fact.ids]
+    marks += [(f"-m{i}", DROPPED) for i in fact.removed]
+    return text.append_text(Text.assemble(*_joined(marks, " ")) if marks else Text("none", style=DIM))
 
 
 def _opt(v: int | None) -> str:

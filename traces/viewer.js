@@ -45,7 +45,7 @@
       + "dashed: above it; empty slots are past the log end (LEO). Green ring: appended at this step; red strike: truncated "
       + "at this step; yellow: changed since the previous step.";
     if (data.lost.length) legend += " Red outline: the lost record.";
-    document.getElementById("legend").textContent = legend;
+    document.getElementById("legend").textContent = legend + isrcheckLanes.legend(data);  // and the lanes' (lanes.js)
   }
 
   function timeline() {
@@ -102,7 +102,7 @@
                 cell: function (s) { return { text: opt(s.quorum.leader), cls: "", title: controllerTitle(s) }; } });
     rows.push({ who: "ctl", what: "epoch", kind: "epoch", tip: "the controller's leader epoch",
                 cell: function (s) { return { text: opt(s.quorum.epoch), cls: "", title: controllerTitle(s) }; } });
-    return rows;
+    return rows.concat(isrcheckLanes.overviewRows(steps));  // the producer's and the consumer's events
   }
 
   // The marks above a step's number: the deciding step, and a lasso's trigger and loop start.
@@ -137,7 +137,7 @@
   }
 
   function overviewRow(row) {
-    var first = row.kind === "hw" || row.kind === "leader";  // a broker's or the controller's first row
+    var first = row.kind === "hw" || row.kind === "leader" || row.group;  // a broker's, the controller's, a lane's first row
     var tr = el("tr", first ? "group" : "");
     tr.dataset.kind = row.kind;
     if (row.broker !== undefined) tr.dataset.broker = String(row.broker);
@@ -179,7 +179,7 @@
     if (data.outcome === "violated") key += " \u2717 the violating step.";
     if (data.outcome === "witnessed") key += " \u2713 the witnessing step.";
     if (data.lasso) key += " \u25C6 the goal never holds from here; \u21BA the loop starts here (underlined: the loop).";
-    document.getElementById("overview-key").textContent = key;
+    document.getElementById("overview-key").textContent = key + isrcheckLanes.overviewKey(data);
     // the timeline below it keeps to the window's height
     var box = document.getElementById("overview-box");
     document.documentElement.style.setProperty("--overview-h", box.offsetHeight + 12 + "px");
@@ -314,7 +314,7 @@
     h.textContent = "";
     if (!s.histories.length && !s.counters.length) { h.hidden = true; return; }
     h.hidden = false;
-    h.appendChild(el("h3", "", "Producer and consumers"));
+    h.appendChild(el("h3", "", s.lanes.length ? "Records and faults" : "Producer and consumers"));
     s.histories.forEach(function (x) {
       var div = el("div", "facts");
       div.appendChild(document.createTextNode(x.label + ": "));
@@ -355,6 +355,7 @@
     lanes.textContent = "";
     lanes.appendChild(offsets());
     s.replicas.forEach(function (r) { lanes.appendChild(lane(r, s, atEnd)); });
+    isrcheckLanes.draw(lanes, s);  // the producer's and the consumer's lanes (lanes.js)
     cards(s);
     document.getElementById("first").disabled = current === 0;
     document.getElementById("prev").disabled = current === 0;
