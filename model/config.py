@@ -35,6 +35,8 @@ REVISIONS = tuple(r.value for r in Revision)
 ACKS = ("all", "1", "0")
 FLUSH = ("os", "always")
 FAIRNESS = ("weak", "none")
+COMMIT = ("before", "after")
+OFFSET_RESET = ("latest", "earliest")
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
 
 # Tables grow with 2**rf (ISR bitmasks) and rf! (symmetry); beyond this the
@@ -73,6 +75,9 @@ class ModelConfig:
     retries: int = 0  # producer retries in a run (a bound, like crashes)
     max_in_flight: int = 5  # max.in.flight.requests.per.connection
     idempotent: bool | None = None  # enable.idempotence; None: Kafka's default (see ``idempotence``)
+    commit: str | None = None  # a consumer group member commits its offset "before" or "after" processing
+    consumer_crashes: int = 0  # its crashes in a run (a bound, like crashes)
+    auto_offset_reset: str = "latest"  # where it starts without a committed offset (Kafka's default: latest)
 
     def __post_init__(self) -> None:
         if self.core:
@@ -331,6 +336,27 @@ def _producer_words(c: ModelConfig) -> str:
     return f"retries {c.retries}, max-in-flight {c.max_in_flight}, {idem}"
 
 
+def _commit_problem(c: ModelConfig) -> str:
+    if c.commit is not None and c.commit not in COMMIT:
+        return f"--commit {c.commit!r} is unknown; choose one of {', '.join(COMMIT)}"
+    if c.auto_offset_reset not in OFFSET_RESET:
+        return f"--auto-offset-reset {c.auto_offset_reset!r} is unknown; choose one of {', '.join(OFFSET_RESET)}"
+    if not 0 <= c.consumer_crashes <= 2:
+        return f"--consumer-crashes {c.consumer_crashes} is out of range; allowed 0 to 2"
+    if c.consumer_crashes and c.commit is None:
+        return "--consumer-crashes needs --commit before or after: a consumer restarts from its committed offset"
+    if c.commit is not None and not c.consumer:
+        return "--commit needs the consumer (drop --no-consumer)"
+    return ""
+
+
+def _commit_words(c: ModelConfig) -> str:
+    if c.core or c.commit is None:
+        return ""
+    return (f"consumer commits {c.commit} processing, {c.consumer_crashes} consumer crash"
+            f"{'' if c.consumer_crashes == 1 else 'es'}, auto.offset.reset={c.auto_offset_reset}")
+
+
 def _crash_words(c: ModelConfig) -> str:
     return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
 
@@ -431,6 +457,23 @@ FEATURES: tuple[Knob, ...] = (
          False, check=_idempotence_problem,
          slug=lambda c: "" if c.idempotent is None else ("idempotent" if c.idempotent else "notidempotent"),
          column="idempotent", cell=lambda c: "yes" if c.idempotence else "no", rank=14),
+    Knob("commit", "--commit",
+         "A consumer group member that reads, processes and commits its offset: before processing (at most once) "
+         "or after (at least once) [default: none modelled].", None, choices=COMMIT, check=_commit_problem,
+         words=_commit_words, slug=lambda c: f"commit{c.commit}" if c.commit else "",
+         column="commit", cell=lambda c: c.commit or "-", rank=15),
+    Knob("consumer_crashes", "--consumer-crashes",
+         "Consumer crashes allowed in a run; it restarts from its committed offset (needs --commit).", 0, count=True,
+         slug=lambda c: f"ccrashes{c.consumer_crashes}" if c.consumer_crashes else "",
+         column="consumer crashes", cell=lambda c: str(c.consumer_crashes), rank=16, bound="consumer_crashes",
+         shared=lambda c: f"{c.consumer_crashes} consumer crash{'' if c.consumer_crashes == 1 else 'es'}"
+         if c.commit else ""),
+    Knob("auto_offset_reset", "--auto-offset-reset",
+         "auto.offset.reset: where a consumer without a committed offset, or past the log's end, starts "
+         "[default: latest, Kafka's].", "latest", choices=OFFSET_RESET,
+         slug=lambda c: "earliest" if c.commit and c.auto_offset_reset == "earliest" else "",
+         column="offset reset", cell=lambda c: c.auto_offset_reset if c.commit else "-", rank=17,
+         shared=lambda c: f"auto.offset.reset={c.auto_offset_reset}" if c.commit else ""),
     Knob("consumer", "--consumer/--no-consumer", "Model a consumer.", False,
          words=lambda c: "" if c.consumer else "no consumer", slug=lambda c: "" if c.consumer else "noconsumer",
          column="consumer", cell=lambda c: "yes" if c.consumer else "no",

@@ -131,6 +131,15 @@ def idempotence(cfg: ModelConfig) -> bool:
     return retrying(cfg) and cfg.idempotence
 
 
+def offsets(cfg: ModelConfig) -> bool:
+    """A consumer group member reads, processes and commits its offset (``--commit``)."""
+    return consumer(cfg) and cfg.commit is not None
+
+
+def consumer_crashes(cfg: ModelConfig) -> bool:
+    return offsets(cfg) and cfg.consumer_crashes > 0
+
+
 def _records(cfg: ModelConfig) -> int:
     return cfg.max_records
 
@@ -196,6 +205,23 @@ FIELDS = (
     Field("deduplicated", Ids(_records), False, lambda c: NO_IDS, "producer.duplicates",
           "records whose retry a leader found in its log (DuplicateSequence: not written again)",
           when=idempotence, default=NO_IDS, shown="history", label="duplicates dropped"),
+    # a consumer group member (--commit, --consumer-crashes, --auto-offset-reset)
+    Field("position", Maybe(lambda c: c.logsize), False, lambda c: 0, "consumer.position",
+          "the offset it fetches next (None: to be reset by auto.offset.reset)", when=offsets, default=0),
+    Field("holding", Maybe(_records), False, lambda c: None, "consumer.holding",
+          "the record it fetched and has not processed yet", when=offsets, default=None),
+    Field("commit_offset", Maybe(lambda c: c.logsize), False, lambda c: None, "consumer.committedOffset",
+          "its group's committed offset (durable: the offsets topic is assumed safe)", when=offsets, default=None),
+    Field("processed", Ids(_records), False, lambda c: NO_IDS, "consumer.processed", "records it processed",
+          when=offsets, default=NO_IDS, shown="history", label="processed"),
+    Field("reprocessed", Ids(_records), False, lambda c: NO_IDS, "consumer.reprocessed",
+          "records it processed more than once", when=offsets, default=NO_IDS, shown="history",
+          label="processed twice"),
+    Field("skipped", Ids(_records), False, lambda c: NO_IDS, "consumer.skipped",
+          "records its committed offset or an offset reset passed without processing them", when=offsets,
+          default=NO_IDS, shown="history", label="skipped"),
+    Field("consumer_crashes", Count(lambda c: c.consumer_crashes), False, lambda c: 0, "consumer.crashes",
+          "consumer crashes so far", when=consumer_crashes, default=0, shown="counter", label="consumer crashes"),
 )
 
 

@@ -24,10 +24,16 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import (alter_partition, eligible_leaders, producer_requests, restart_fencing, stale_epoch_refused,
-                     strict_min_isr, unclean_elections, unflushed)
+from .fields import (alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr,
+                     unclean_elections, unflushed)
 
 Successors = Callable[[int], list[tuple[int, int]]]
+# the families this loop covers
+FUSED = frozenset("""
+    ControllerElectLeader ControllerShrinkIsr ControllerFailover ControllerUncleanElect ControllerElectLastLeader
+    BecomeLeader BecomeFollower LeaderWrite LeaderIncHighWatermark LeaderShrinkIsr LeaderExpandIsr
+    ControllerAlterPartition FollowerFetch BrokerCrash BrokerCrashDiskLoss BrokerRestart PowerLoss OsFlush
+""".split())
 
 
 class LocalInfo(dict):
@@ -50,10 +56,11 @@ class LocalInfo(dict):
 
 
 def make_successors(L: Layout, cat: Catalogue) -> Successors | None:  # noqa: C901 - one flat hot loop on purpose
-    """The fused successor function, or None where the configuration tracks the producer's requests
-    (``--retries``, ``--max-in-flight``): those run the definitions (``producer.py``)."""
+    """The fused successor function, or None where the configuration has a family this loop does not
+    cover (the producer's requests, ``producer.py``; the consumer group, ``consumer.py``): those run
+    the definitions."""
     cfg = L.config
-    if producer_requests(cfg):
+    if any(f.name not in FUSED for f in cat.families):
         return None
     rf = L.rf
     R = range(rf)

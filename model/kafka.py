@@ -13,6 +13,7 @@ from . import leader  # noqa: F401 - write, advance the HWM, shrink and expand t
 from . import follower  # noqa: F401 - fetch
 from . import brokers  # noqa: F401 - broker crashes and restarts
 from . import producer  # noqa: F401 - the producer's answers, timeouts and retries
+from . import consumer  # noqa: F401 - a consumer group member: fetch, process, commit, crash
 # isort: on
 from .fields import KAFKA
 

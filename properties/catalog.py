@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import alive, idempotence, quorum_epoch, restarts, retrying, true_leader_is, write_quorum
+from isrcheck.model.fields import (alive, consumer_crashes, idempotence, offsets, quorum_epoch, restarts, retrying,
+                                  true_leader_is, write_quorum)
 from isrcheck.model.ops_int import state_predicate
 
 from . import compiled, delivery, explain
@@ -204,6 +205,7 @@ def _kafka(config: ModelConfig) -> bool:
 
 _NOT_CORE = "--core has no producer, consumer or crash history"
 _NO_RETRIES = "the producer sends each record once: --retries 0, or --acks 0"
+_NO_GROUP = "no consumer group member commits offsets: give --commit before or after"
 
 PROPERTIES: tuple[Property, ...] = (
     Property(
@@ -284,6 +286,20 @@ PROPERTIES: tuple[Property, ...] = (
         "a leader recognises a retried record as one it has (DuplicateSequence) and does not write it again",
         idempotence, delivery.duplicate_dropped, "the producer is not idempotent, or never retries",
         explain=delivery.duplicate_dropped_witness,
+    ),
+    Property(
+        "no-skipped-records", "always",
+        "the consumer passes over no record: neither its committed offset nor an offset reset (auto.offset.reset) "
+        "moves it past a record it has not processed, across consumer crashes",
+        offsets, delivery.none_skipped, _NO_GROUP, explain=delivery.skipped_found,
+    ),
+    Property(
+        "processed-once", "always", "the consumer processes no record twice, across consumer crashes",
+        offsets, delivery.processed_once, _NO_GROUP, explain=delivery.reprocessed_found,
+    ),
+    Property(
+        "consumer-restarts", "sometimes", "the consumer crashes and restarts from its committed offset",
+        consumer_crashes, delivery.consumer_restarted, "--consumer-crashes 0", explain=delivery.restart_witness,
     ),
     Property(
         "can-recover", "always",

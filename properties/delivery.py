@@ -1,4 +1,4 @@
-"""Delivery properties of the producer's records: written once, in the order sent.
+"""Delivery properties: the producer's records written once and in order, the consumer's processed once.
 
 The committed log is the true leader's log below its high watermark: what consumers
 read. Record ids are the order in which the producer sent its records (its sequence
@@ -6,6 +6,10 @@ numbers), so a record id twice in the committed log is a duplicate, and a record
 first copy comes after the first copy of a later record was reordered. A record that a
 retry wrote again after a later one (``m0 m1 m0``) is a duplicate, not a reordering:
 its first copy is in order.
+
+The consumer's properties read its histories (``model/consumer.py``): a record it
+skipped (its committed offset or an offset reset passed it unprocessed) and a record it
+processed twice.
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ def duplicate_dropped(s, x):
     return x.not_(x.empty(s.deduplicated))
 
 
+def none_skipped(s, x):
+    return x.empty(s.skipped)
+
+
+def processed_once(s, x):
+    return x.empty(s.reprocessed)
+
+
+def consumer_restarted(s, x):
+    return s.consumer_crashes > 0
+
+
 # ---- what a trace's last state shows ------------------------------------------------------------------
 def _committed_log(ps: Any) -> tuple[int | None, tuple]:
     leader = ps.true_leader()
@@ -71,8 +87,7 @@ def duplicate_found(states: Sequence[Any]) -> Diagnosis | None:
     for o, rec in enumerate(log):
         if rec.id in seen:
             return Diagnosis(f"m{rec.id} is committed twice, at offsets {seen[rec.id]} and {o} of broker {leader}'s "
-                             f"log: a retry wrote a second copy of a record the producer had sent before",
-                             (log[seen[rec.id]], rec))
+                             f"log: a retry wrote a second copy of a record the producer had sent before")
         seen[rec.id] = o
     return None
 
@@ -86,7 +101,7 @@ def reordering_found(states: Sequence[Any]) -> Diagnosis | None:
     for a, b in zip(firsts, firsts[1:]):
         if b.id < a.id:
             return Diagnosis(f"broker {leader}'s committed log has m{a.id} before m{b.id}, which the producer sent "
-                             f"first: m{b.id} was written by a retry after m{a.id}", (a, b))
+                             f"first: m{b.id} was written by a retry after m{a.id}")
     return None
 
 
@@ -98,3 +113,22 @@ def retry_witness(states: Sequence[Any]) -> Diagnosis | None:
 def duplicate_dropped_witness(states: Sequence[Any]) -> Diagnosis | None:
     ids = ", ".join(f"m{i}" for i in sorted(states[-1].deduplicated))
     return Diagnosis(f"a leader recognised the retry of {ids} as a duplicate (DuplicateSequence) and did not write it again")
+
+
+def _ids(ids) -> str:
+    return ", ".join(f"m{i}" for i in sorted(ids))
+
+
+def skipped_found(states: Sequence[Any]) -> Diagnosis | None:
+    ps = states[-1]
+    return Diagnosis(f"the consumer will never process {_ids(ps.skipped)}: its committed offset or an offset reset "
+                     f"passed {'it' if len(ps.skipped) == 1 else 'them'} without processing")
+
+
+def reprocessed_found(states: Sequence[Any]) -> Diagnosis | None:
+    ps = states[-1]
+    return Diagnosis(f"the consumer processed {_ids(ps.reprocessed)} twice")
+
+
+def restart_witness(states: Sequence[Any]) -> Diagnosis | None:
+    return Diagnosis("the consumer crashed and restarted from its committed offset (or auto.offset.reset)")

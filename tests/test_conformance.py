@@ -56,6 +56,10 @@ CONFIGS = [
     # the producer's requests: timeouts and retries, idempotent (DuplicateSequence) or not, acks=1's answers
     ModelConfig(rf=2, min_isr=1, crashes=1, retries=1),
     ModelConfig(rf=2, acks="1", crashes=0, retries=1, max_in_flight=1, idempotent=False),
+    # a consumer group member: commit before processing, latest; after, earliest, past an unclean leader's log end
+    ModelConfig(rf=2, crashes=0, commit="before", consumer_crashes=1),
+    ModelConfig(rf=2, crashes=1, unclean_election=True, commit="after", consumer_crashes=1,
+                auto_offset_reset="earliest", max_records=1, max_leader_epoch=1),
 ]
 FAMILY_CASES = [(c, f.name) for c in CONFIGS for f in KAFKA.families if f.kept(c)]
 # graph properties too: their target (``holds``) is a state predicate like any other

@@ -18,6 +18,7 @@ CONFIGS = [
     ModelConfig(rf=3, protocol="kip-101", acks="all", min_isr=1, crashes=1, max_records=1, max_leader_epoch=1),
     ModelConfig(rf=2, crashes=0, retries=1, idempotent=False),  # duplicates and reordering
     ModelConfig(rf=2, crashes=0, retries=1, max_records=1),  # idempotent: duplicate-dropped applies
+    ModelConfig(rf=2, crashes=0, commit="after", consumer_crashes=1, max_records=1),  # skipped, reprocessed records
 ]
 
 
