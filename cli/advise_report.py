@@ -38,7 +38,8 @@ GUARANTEES = (
     Guarantee("recovers", "the partition becomes writable again by itself", "can-recover", False),
 )
 BY_KEY = {g.key: g for g in GUARANTEES}
-NOT_MODELLED = {"no-duplicates": "producer retries and idempotence are not modelled yet"}
+NOT_MODELLED = {"no-duplicates": "advise-config does not sweep the producer's settings yet; check-model --retries 1 "
+                                  "--idempotent (or --no-idempotent) --property no-duplicates answers it"}
 REPORT_VERSION = 1  # advise-config's JSON: raised when a key changes meaning or goes
 
 

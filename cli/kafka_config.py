@@ -74,6 +74,15 @@ def _in_flight(key: str, text: str) -> int:
     return min(n, 8)
 
 
+def _offset_reset(key: str, text: str) -> str:
+    value = text.strip().lower()
+    if value == "none":
+        raise UsageFailure(f"{key}=none: the model's consumer needs a reset policy; give latest or earliest")
+    if value not in ("latest", "earliest"):
+        raise UsageFailure(f"{key}={text}: Kafka's policies are latest, earliest and none")
+    return value
+
+
 # key -> (ModelConfig field, reading of Kafka's value)
 MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "replication.factor": ("rf", _number),
@@ -85,6 +94,7 @@ MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "retries": ("retries", _retries),  # the producer's keys from here on
     "max.in.flight.requests.per.connection": ("max_in_flight", _in_flight),
     "enable.idempotence": ("idempotent", _switch),
+    "auto.offset.reset": ("auto_offset_reset", _offset_reset),  # the consumer's (with --commit)
 }
 # Kafka's topic keys that no modelled behaviour depends on
 IGNORED = frozenset("""
@@ -97,9 +107,10 @@ IGNORED = frozenset("""
     remote.log.delete.on.disable remote.storage.enable retention.bytes retention.ms segment.bytes
     segment.index.bytes segment.jitter.ms segment.ms
 """.split())
-# client keys the model will decide on once it has consumer offsets (delivery.timeout.ms: --retries bounds attempts)
+# client keys the model leaves to its own options: --retries bounds a run's retries rather than the time they take,
+# and --commit says when the consumer commits (auto-commit commits on a later poll, which --commit after covers)
 NOT_YET = frozenset("""
-    delivery.timeout.ms enable.auto.commit auto.offset.reset
+    delivery.timeout.ms enable.auto.commit
 """.split())
 KNOWN = tuple(sorted({*MODELLED, *IGNORED, *NOT_YET}))
 
@@ -135,7 +146,7 @@ class KafkaSettings:
         if self.ignored:
             out.append(f"ignored (no modelled behaviour depends on them): {', '.join(self.ignored)}")
         if self.not_yet:
-            out.append(f"ignored (consumer offsets are not modelled yet; --retries bounds a producer's attempts, not delivery.timeout.ms): {', '.join(self.not_yet)}")
+            out.append(f"ignored (--retries bounds the producer's retries in a run; --commit before|after says when the consumer commits): {', '.join(self.not_yet)}")
         return out
 
 

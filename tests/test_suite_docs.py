@@ -71,6 +71,19 @@ def test_the_readme_trade_off_table_is_what_its_suite_generates(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_readme_delivery_table_is_what_its_suite_generates(tmp_path):
+    """Every cell of the README's delivery semantics table (40 expectations, about 12 s with two jobs)."""
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(r"### Delivery semantics\n(.*?)\nReading it", readme, re.S).group(1)
+    proc = run_cli("check-suite", str(ROOT / "examples" / "delivery-rf2.toml"), "--markdown", "--jobs", "2",
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "40 met, 0 not met" in proc.stderr
+    assert len(table_without_seconds(shown)) == 14
+    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+
+
+@pytest.mark.slow
 def test_the_readme_availability_table_is_what_its_suite_generates(tmp_path):
     """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
     readme = (ROOT / "README.md").read_text()
