@@ -16,7 +16,7 @@ from isrcheck.checker import ENGINES, CheckOptions
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.files import FileProblem, check_output_dir, check_output_file
 from isrcheck.model import REVISIONS, ConfigError, ModelConfig
-from isrcheck.model.config import FEATURE_FIELDS, FEATURES
+from isrcheck.model.config import FEATURE_FIELDS, FEATURES, default_of
 from isrcheck.properties import NAMES, UnknownProperty
 
 from . import colors, graph_files, kafka_config, report
@@ -187,7 +187,8 @@ def _depth(ctx, param, value):
 def feature_options(command):
     """check-model's option for every Kafka feature (``config.FEATURES``), in their order."""
     for knob in reversed(FEATURES):
-        extra: dict = {"default": knob.default, "show_default": knob.default is not None, "help": knob.help}
+        default = default_of(knob)
+        extra: dict = {"default": default, "show_default": default is not None, "help": knob.help}
         if knob.parse:
             extra.update(type=str, callback=_parsed(knob.parse), show_default=False)
         elif knob.choices:

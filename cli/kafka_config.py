@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from isrcheck.files import FileProblem, read_bounded
-from isrcheck.model.fields import producer_requests
+from isrcheck.model.fields import offsets, producer_requests
 
 from .common import UsageFailure
 
@@ -208,6 +208,8 @@ def kafka_values(config: Any) -> dict[str, str]:
         values["retries"] = str(config.retries)
         values["max.in.flight.requests.per.connection"] = str(config.max_in_flight)
         values["enable.idempotence"] = "true" if config.idempotence else "false"
+    if offsets(config):
+        values["auto.offset.reset"] = config.auto_offset_reset
     return values
 
 

@@ -119,7 +119,8 @@ def eligible_leaders(cfg: ModelConfig) -> bool:
 def producer_requests(cfg: ModelConfig) -> bool:
     """The producer's requests are tracked (``--retries``, ``--max-in-flight``): a record is in flight
     from its append until its answer, and a request that fails or times out may be sent again."""
-    return acknowledges(cfg) and (cfg.retries > 0 or cfg.max_in_flight < cfg.max_records)
+    limits = cfg.max_records is not None and cfg.max_in_flight < cfg.max_records
+    return acknowledges(cfg) and (cfg.retries > 0 or limits)
 
 
 def retrying(cfg: ModelConfig) -> bool:

@@ -58,7 +58,7 @@ def test_json_output_follows_the_contract(tmp_path):
         assert set(p) >= {"name", "status", "trace_length", "trace_file"}
     assert report["bounds"] == {
         "max_records": 2, "log_size": 2, "max_leader_epoch": 2, "max_depth": None, "crashes": 0, "disk_loss": 0,
-        "power_loss": 0,
+        "power_loss": 0, "retries": 0, "consumer_crashes": 0,
     }
 
 

@@ -56,41 +56,33 @@ def table_without_seconds(markdown: str) -> list[str]:
     return ["|".join(row.split("|")[:-2]) for row in rows]  # the last cell is the seconds, measured
 
 
+def assert_readme_table_is_its_suites(tmp_path, heading: str, suite: str, met: int, rows: int, *options: str):
+    """The table under a README heading is what ``check-suite SUITE --markdown`` prints, but for
+    the seconds, with every expectation met."""
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(rf"### {re.escape(heading)}\n(.*?)\nReading it", readme, re.S).group(1)
+    proc = run_cli("check-suite", str(ROOT / "examples" / suite), "--markdown", *options, "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{met} met, 0 not met" in proc.stderr
+    assert len(table_without_seconds(shown)) == rows
+    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+
+
 @pytest.mark.slow
 def test_the_readme_trade_off_table_is_what_its_suite_generates(tmp_path):
     """Every verdict and length in the README's rf 3 table, checked by running the suite
     (144 expectations on 2.8, 3.9 and 4.1, about 40 s on the vector kernel)."""
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"### The rf 3 trade-off\n(.*?)\nReading it", readme, re.S).group(1)
-    proc = run_cli("check-suite", str(ROOT / "examples" / "tradeoff-rf3.toml"), "--markdown",
-                   "--trace-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    assert "144 met, 0 not met" in proc.stderr
-    assert len(table_without_seconds(shown)) == 38
-    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+    assert_readme_table_is_its_suites(tmp_path, "The rf 3 trade-off", "tradeoff-rf3.toml", 144, 38)
 
 
 @pytest.mark.slow
 def test_the_readme_delivery_table_is_what_its_suite_generates(tmp_path):
     """Every cell of the README's delivery semantics table (40 expectations, about 12 s with two jobs)."""
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"### Delivery semantics\n(.*?)\nReading it", readme, re.S).group(1)
-    proc = run_cli("check-suite", str(ROOT / "examples" / "delivery-rf2.toml"), "--markdown", "--jobs", "2",
-                   "--trace-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    assert "40 met, 0 not met" in proc.stderr
-    assert len(table_without_seconds(shown)) == 14
-    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+    assert_readme_table_is_its_suites(tmp_path, "Delivery semantics", "delivery-rf2.toml", 40, 14, "--jobs", "2")
 
 
 @pytest.mark.slow
 def test_the_readme_availability_table_is_what_its_suite_generates(tmp_path):
     """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"### Availability: does the partition come back by itself\?\n(.*?)\nReading it", readme, re.S).group(1)
-    proc = run_cli("check-suite", str(ROOT / "examples" / "availability-rf3.toml"), "--markdown", "--jobs", "2",
-                   "--trace-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stderr
-    assert "72 met, 0 not met" in proc.stderr
-    assert len(table_without_seconds(shown)) == 26
-    assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
+    assert_readme_table_is_its_suites(tmp_path, "Availability: does the partition come back by itself?",
+                                      "availability-rf3.toml", 72, 26, "--jobs", "2")
