@@ -41,6 +41,14 @@ TARGETS = {
     # the main job on KRaft: 3.9's in KRaft mode (AlterPartition), and 4.1's (with ELR)
     "main-job-kraft": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.9", "--kraft"],
     "main-job-4.1": ["--rf", "3", "--min-isr", "2", "--kafka-version", "4.1"],
+    # end to end (issue 18): the main job with an idempotent producer that retries once; with a
+    # consumer committing after processing that crashes once too (one record); the rf 2 delivery
+    # space without idempotence (the scalar kernel runs the producer's definitions, model/fused.py)
+    "main-job-retries": ["--rf", "3", "--min-isr", "2", "--retries", "1"],
+    "main-job-delivery": ["--rf", "3", "--min-isr", "2", "--retries", "1", "--commit", "after",
+                          "--consumer-crashes", "1", "--auto-offset-reset", "earliest", "--max-records", "1"],
+    "delivery-rf2": ["--rf", "2", "--crashes", "0", "--retries", "1", "--no-idempotent", "--commit", "after",
+                     "--consumer-crashes", "1", "--auto-offset-reset", "earliest", "--property", "weak-isr"],
     # the main job saving a checkpoint at every level (issue 17: within 1.5 times main-job)
     "main-job-checkpoint": ["--rf", "3", "--min-isr", "2", "--checkpoint", "{fresh folder}"],
     # the main job's space with its state graph kept and can-recover decided over it (issue 19)

@@ -24,8 +24,9 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import (alter_partition, eligible_leaders, restart_fencing, stale_epoch_refused, strict_min_isr,
-                     unclean_elections, unflushed)
+from .fields import (alter_partition, eligible_leaders, producer_requests, restart_fencing, stale_epoch_refused,
+                     strict_min_isr, unclean_elections, unflushed)
+from .ops_int import Decoded, DerivedSuccessors
 
 Successors = Callable[[int], list[tuple[int, int]]]
 # the families this loop covers
@@ -55,13 +56,36 @@ class LocalInfo(dict):
         return value
 
 
-def make_successors(L: Layout, cat: Catalogue) -> Successors | None:  # noqa: C901 - one flat hot loop on purpose
-    """The fused successor function, or None where the configuration has a family this loop does not
-    cover (the producer's requests, ``producer.py``; the consumer group, ``consumer.py``): those run
-    the definitions."""
-    cfg = L.config
-    if any(f.name not in FUSED for f in cat.families):
+def make_successors(L: Layout, cat: Catalogue) -> Successors | None:
+    """The fused successor function, or None where the definitions must run instead: where the
+    producer's requests are tracked (``producer.py``), which changes LeaderWrite and the HWM step.
+    Families the loop does not cover but leaves alone (the consumer group, ``consumer.py``) run
+    from their definitions after it, being last in emission order."""
+    if producer_requests(L.config):
         return None
+    loop = _fused_loop(L, cat)
+    order = cat.emission_order()
+    tail = [a for a in order if cat.family_of[a].name not in FUSED]
+    if not tail:
+        return loop
+    if order[len(order) - len(tail):] != tail:
+        return None  # not last: the loop's order could not be kept
+    derived = DerivedSuccessors(L, cat)
+
+    def successors(s: int) -> list[tuple[int, int]]:
+        out = loop(s)
+        decoded = Decoded(L, s)
+        for a in tail:
+            t = derived.run(decoded, a)
+            if t is not None:
+                out.append((a, t))
+        return out
+
+    return successors
+
+
+def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one flat hot loop on purpose
+    cfg = L.config
     rf = L.rf
     R = range(rf)
     kafka = not cfg.core

@@ -55,14 +55,14 @@ def test_duplicates_and_reordering_follow_the_producer_docs(key):
 def test_scalar_vector_and_z3_agree_on_verdicts_lengths_and_states_within_depth_12(idempotent):
     config = _config(idempotent, 5)
     props = PROPS + (["duplicate-dropped"] if idempotent else [])
-    vector = run_bfs(config, props, max_depth=12)
-    scalar = run_bfs(config, props, kernel="scalar", max_depth=12)
+    # weak-isr holds: both kernels search every state to depth 12, whatever the others decide earlier
+    vector = run_bfs(config, props + ["weak-isr"], max_depth=12)
+    scalar = run_bfs(config, props + ["weak-isr"], kernel="scalar", max_depth=12)
     z3 = run_z3(config, props, max_depth=12)
-    assert verdicts(vector) == verdicts(scalar) == verdicts(z3)
+    assert verdicts(vector) == verdicts(scalar)
+    assert {p: v for p, v in verdicts(vector).items() if p != "weak-isr"} == verdicts(z3)
     assert_replays(config, z3)
-    # the whole space to depth 12, where no property stops the search early
-    full = [run_bfs(config, ["weak-isr"], kernel=k, max_depth=12).stats.states for k in ("vector", "scalar")]
-    assert full[0] == full[1] > 10_000
+    assert vector.stats.states == scalar.stats.states > 10_000
 
 
 def test_rf3_vector_and_z3_agree_on_the_shortest_duplicate_and_reordering():

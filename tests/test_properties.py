@@ -16,10 +16,11 @@ CONFIGS = [
     ModelConfig(rf=2, protocol="hw-truncation", acks="1", crashes=1, disk_loss=1),
     ModelConfig(rf=2, protocol="kip-279", acks="all", min_isr=2, crashes=1, unclean_election=True),
     ModelConfig(rf=3, protocol="kip-101", acks="all", min_isr=1, crashes=1, max_records=1, max_leader_epoch=1),
-    ModelConfig(rf=2, crashes=0, retries=1, idempotent=False),  # duplicates and reordering
-    ModelConfig(rf=2, crashes=0, retries=1, max_records=1),  # idempotent: duplicate-dropped applies
     ModelConfig(rf=2, crashes=0, commit="after", consumer_crashes=1, max_records=1),  # skipped, reprocessed records
 ]
+# the producer's requests run the definitions on the scalar kernel (model/fused.py): fewer states, still deep
+# enough for a duplicate (depth 9) and a reordering (11)
+PRODUCER = [ModelConfig(rf=2, crashes=0, retries=1, idempotent=False), ModelConfig(rf=2, crashes=0, retries=1, max_records=1)]
 
 
 def reachable(model: ReplicationModel, limit: int = 60_000) -> list[int]:
@@ -39,10 +40,10 @@ def reachable(model: ReplicationModel, limit: int = 60_000) -> list[int]:
 def test_every_property_but_leader_in_isr_is_falsified_in_some_reachable_state():
     """leader-in-isr is a theorem of every revision; the rest fail in the small configurations."""
     falsified = set()
-    for config in CONFIGS:
+    for config in CONFIGS + PRODUCER:
         model = ReplicationModel(config)
         preds = [(p, p.compile(model)) for p in select(config)]  # test_conformance holds it to the definition
-        for s in reachable(model):
+        for s in reachable(model, 10_000 if config in PRODUCER else 60_000):
             falsified |= {p.name for p, holds in preds if not holds(s)}
     assert falsified == {p.name for p in PROPERTIES if not p.graph} - {"leader-in-isr"}
 
