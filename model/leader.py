@@ -49,6 +49,12 @@ def in_sequence(s, x, log, rid):
     return x.or_(end == 0, x.id_at(log, end - 1) == rid - 1)
 
 
+def enough_replicas(s, x, r):
+    """acks=all: a leader whose ISR is below min.insync.replicas refuses a write (NotEnoughReplicas),
+    a first send or a retry alike."""
+    return x.size(s.isr[r]) >= s.cfg.min_isr
+
+
 def may_send(s, x) -> list:
     """The guard's conjuncts for a new record: a free in-flight slot, and no retry queued ahead."""
     out = [x.size(s.inflight) < s.cfg.max_in_flight]
@@ -92,7 +98,7 @@ def LeaderWrite(s, x, replica):
         yield nid < cfg.max_records
     yield x.length(s.log[r]) < cfg.logsize
     if kafka(cfg) and cfg.acks == "all":
-        yield x.size(s.isr[r]) >= cfg.min_isr  # else NotEnoughReplicas
+        yield enough_replicas(s, x, r)
     tracked = producer_requests(cfg)
     if tracked:
         yield from may_send(s, x)

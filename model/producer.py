@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .actions import BROKER, FAULT, Param
 from .fields import KAFKA, expose, idempotence, in_maximal_isr, leads, producer_requests, retrying, true_leader_is
-from .leader import answered, in_sequence
+from .leader import answered, enough_replicas, in_sequence
 
 
 def RECORD(name: str = "record") -> Param:
@@ -88,11 +88,6 @@ def _retry_words(b, a, p) -> str:
             f"view), which appends {log[-1]} at offset {len(log) - 1}")
 
 
-def _not_enough_replicas(s, x, r):
-    """acks=all: a leader whose ISR is below min.insync.replicas refuses the write (NotEnoughReplicas)."""
-    return x.size(s.isr[r]) >= s.cfg.min_isr if s.cfg.acks == "all" else True
-
-
 @KAFKA.family(
     params=(BROKER("replica"), RECORD()),
     when=retrying,
@@ -105,7 +100,8 @@ def ProducerRetry(s, x, replica, record):
     yield leads(s, r)
     yield x.size(s.inflight) < s.cfg.max_in_flight
     yield x.length(log) < s.cfg.logsize
-    yield _not_enough_replicas(s, x, r)
+    if s.cfg.acks == "all":
+        yield enough_replicas(s, x, r)
     if idempotence(s.cfg):
         yield x.not_(x.has(x.ids(log), record))  # else DuplicateSequence (ProducerRetryDuplicate)
         yield in_sequence(s, x, log, record)  # else OutOfOrderSequence
@@ -131,7 +127,8 @@ def ProducerRetryDuplicate(s, x, replica, record):
     r, log = replica, s.log[replica]
     yield _first_failed(s, x, record)
     yield leads(s, r)
-    yield _not_enough_replicas(s, x, r)
+    if s.cfg.acks == "all":
+        yield enough_replicas(s, x, r)
     if s.cfg.acks == "all":
         yield x.has(x.ids_below(log, s.hw[r]), record)
         yield x.count(in_maximal_isr(s, x, r, f) for f in range(s.cfg.rf)) >= s.cfg.min_isr
