@@ -107,8 +107,8 @@ IGNORED = frozenset("""
     remote.log.delete.on.disable remote.storage.enable retention.bytes retention.ms segment.bytes
     segment.index.bytes segment.jitter.ms segment.ms
 """.split())
-# client keys the model leaves to its own options: --retries bounds a run's retries rather than the time they take,
-# and --commit says when the consumer commits (auto-commit commits on a later poll, which --commit after covers)
+# client keys the model leaves to its own options: --delivery-timeout bounds a record's attempts rather than the time
+# they take (milliseconds say nothing of how many attempts fit), and --commit says when the consumer commits (auto-commit commits on a later poll, which --commit after covers)
 NOT_YET = frozenset("""
     delivery.timeout.ms enable.auto.commit
 """.split())
@@ -146,7 +146,8 @@ class KafkaSettings:
         if self.ignored:
             out.append(f"ignored (no modelled behaviour depends on them): {', '.join(self.ignored)}")
         if self.not_yet:
-            out.append(f"ignored (--retries bounds the producer's retries in a run; --commit before|after says when the consumer commits): {', '.join(self.not_yet)}")
+            out.append("ignored (--delivery-timeout N bounds a record's attempts, not its time; --commit before|after "
+                       f"says when the consumer commits): {', '.join(self.not_yet)}")
         return out
 
 

@@ -70,6 +70,7 @@ class ModelConfig:
     elr: bool | None = None  # eligible leader replicas (KIP-966); None: what the release does for a new cluster
     retries: int = 0  # producer retries in a run (a bound, like crashes)
     max_in_flight: int = 5  # max.in.flight.requests.per.connection
+    delivery_timeout: int | None = None  # delivery.timeout.ms as attempts a record (None: only --retries bounds them)
     idempotent: bool | None = None  # enable.idempotence; None: Kafka's default (see ``idempotence``)
     commit: str | None = None  # a consumer group member commits its offset "before" or "after" processing
     consumer_crashes: int = 0  # its crashes in a run (a bound, like crashes)
@@ -167,11 +168,16 @@ class ModelConfig:
     def default_log_size(self) -> int:
         """The log size where none is given: the records, and room for the copies that retries
         without idempotence write."""
-        return self.max_records + (0 if self.idempotence or self.acks == "0" else self.retries)
+        if self.idempotence or self.acks == "0":
+            return self.max_records
+        copies = self.retries
+        if self.delivery_timeout is not None and self.max_records is not None:
+            copies = min(copies, self.max_records * (self.delivery_timeout - 1))
+        return self.max_records + copies
 
     def with_changes(self, **changes: Any) -> "ModelConfig":
         """A copy with these fields changed; a log size that was the producer's default follows it."""
-        producer = {"retries", "idempotent", "acks", "kafka_version", "max_in_flight"}
+        producer = {"retries", "idempotent", "acks", "kafka_version", "max_in_flight", "delivery_timeout"}
         if producer & set(changes) and "log_size" not in changes and self.log_size == self.default_log_size:
             changes["log_size"] = None
         return replace(self, **changes)

@@ -23,7 +23,7 @@ from typing import Any
 
 from .config import ModelConfig, Revision
 from .protocol import Fact, Protocol
-from .schema import NONE, Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind
+from .schema import NONE, Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Tally
 from .state import QuorumState
 
 
@@ -127,6 +127,11 @@ def retrying(cfg: ModelConfig) -> bool:
     return producer_requests(cfg) and cfg.retries > 0
 
 
+def attempts_bounded(cfg: ModelConfig) -> bool:
+    """``--delivery-timeout``: each record's retries are counted, and bounded (``Sender.canRetry``)."""
+    return retrying(cfg) and cfg.delivery_timeout is not None
+
+
 def idempotence(cfg: ModelConfig) -> bool:
     """enable.idempotence: the leader checks each record's sequence against its log (``ProducerAppendInfo``)."""
     return retrying(cfg) and cfg.idempotence
@@ -203,6 +208,9 @@ FIELDS = (
           shown="history", label="to retry"),
     Field("retries", Count(lambda c: c.retries), False, lambda c: 0, "producer.retries", "retries so far",
           when=retrying, default=0, shown="counter", label="retries"),
+    Field("resent", Tally(_records), False, lambda c: (), "producer.retriesPerRecord",
+          "how many times each record was queued again (--delivery-timeout bounds it)", when=attempts_bounded,
+          default=(), label="retries a record"),
     Field("deduplicated", Ids(_records), False, lambda c: NO_IDS, "producer.duplicates",
           "records whose retry a leader found in its log (DuplicateSequence: not written again)",
           when=idempotence, default=NO_IDS, shown="history", label="duplicates dropped"),

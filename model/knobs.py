@@ -20,6 +20,7 @@ FAIRNESS = ("weak", "none")
 COMMIT = ("before", "after")
 OFFSET_RESET = ("latest", "earliest")
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
+MAX_ATTEMPTS = 4  # --delivery-timeout: a record's retries are a Tally digit (schema.TALLY_BASE)
 
 
 def _nothing(config: ModelConfig) -> str:
@@ -137,11 +138,26 @@ def _idempotence_problem(c: ModelConfig) -> str:
     return ""
 
 
+def _delivery_timeout_problem(c: ModelConfig) -> str:
+    """delivery.timeout.ms as attempts: Kafka refuses one below linger.ms + request.timeout.ms
+    (``KafkaProducer.configureDeliveryTimeout``), so every record has its first attempt."""
+    d = c.delivery_timeout
+    if d is None:
+        return ""
+    if not 1 <= d <= MAX_ATTEMPTS:
+        return (f"--delivery-timeout {d} is out of range; allowed 1 to {MAX_ATTEMPTS} attempts a record (Kafka: "
+                f"delivery.timeout.ms must be at least linger.ms + request.timeout.ms, one attempt)")
+    if c.retries == 0:
+        return "--delivery-timeout bounds each record's retries; it needs --retries 1 or more (the run's retries)"
+    return ""
+
+
 def _producer_words(c: ModelConfig) -> str:
     if c.core or c.acks == "0" or (c.retries == 0 and c.max_in_flight >= c.max_records):
         return ""
     idem = "idempotent" if c.idempotence else "not idempotent"
-    return f"retries {c.retries}, max-in-flight {c.max_in_flight}, {idem}"
+    attempts = "" if c.delivery_timeout is None else f", at most {c.delivery_timeout} attempt{'s' if c.delivery_timeout != 1 else ''} a record"
+    return f"retries {c.retries}{attempts}, max-in-flight {c.max_in_flight}, {idem}"
 
 
 def _commit_problem(c: ModelConfig) -> str:
@@ -261,6 +277,12 @@ FEATURES: tuple[Knob, ...] = (
          f"--max-in-flight {c.max_in_flight} is out of range; allowed 1 to 8",
          slug=lambda c: f"inflight{c.max_in_flight}" if c.max_in_flight != 5 else "",
          column="in flight", cell=lambda c: str(c.max_in_flight), rank=13),
+    Knob("delivery_timeout", "--delivery-timeout",
+         "delivery.timeout.ms as a bound on attempts: each record is sent at most N times, first send and retries "
+         "together; then the producer reports it failed (TimeoutException) [default: no bound but --retries].",
+         None, check=_delivery_timeout_problem,
+         slug=lambda c: f"attempts{c.delivery_timeout}" if c.delivery_timeout is not None else "",
+         column="attempts", cell=lambda c: "-" if c.delivery_timeout is None else str(c.delivery_timeout), rank=13),
     Knob("idempotent", "--idempotent/--no-idempotent",
          "enable.idempotence: the leader drops a retried record it already has (DuplicateSequence) and one out of "
          "order (OutOfOrderSequence) [default: Kafka's, on from 3.0 unless acks, retries or max-in-flight conflict].",

@@ -62,6 +62,10 @@ class Ops:
     def brokers(self, *members: int) -> Value:
         """The set of these brokers (static ids)."""
         raise NotImplementedError
+    def digit(self, v: Value, k: int, base: int) -> Value:
+        """Digit k of v in this base (a ``Tally``'s count of record k)."""
+        return v // base ** k % base
+
     def any_from(self, S: Value, k: Value) -> Value:
         """Some id in S is at least k."""
         raise NotImplementedError

@@ -121,6 +121,11 @@ class Z3Ops(Ops):
             return min(a, b)
         return z3.If(self.c(a) < self.c(b), self.c(a), self.c(b))
 
+    def digit(self, v: Any, k: int, base: int) -> Any:
+        if isinstance(v, int):
+            return v // base ** k % base
+        return v / self.c(base ** k) % self.c(base)  # non-negative values: the signed forms are exact
+
     def all_(self, cs: Iterable[Any]) -> Any:
         return self.and_(*cs)
 

@@ -28,12 +28,19 @@ is OutOfOrderSequence. The producer retries in sequence order (``insertInSequenc
 from __future__ import annotations
 
 from .actions import BROKER, FAULT, Param
-from .fields import KAFKA, expose, idempotence, in_maximal_isr, leads, producer_requests, retrying, true_leader_is
+from .fields import (KAFKA, attempts_bounded, expose, idempotence, in_maximal_isr, leads, producer_requests, retrying,
+                     true_leader_is)
 from .leader import answered, enough_replicas, in_sequence
+from .schema import TALLY_BASE
 
 
 def RECORD(name: str = "record") -> Param:
     return Param(name, lambda cfg: range(cfg.max_records))
+
+
+def resends(s, x, record: int):
+    """How many times the producer has queued this record again (``--delivery-timeout``)."""
+    return x.digit(s.resent, record, TALLY_BASE)
 
 
 def _first_failed(s, x, record: int):
@@ -60,7 +67,9 @@ def _timeout_words(b, a, p) -> str:
     m = f"m{p['record']}"
     if p["record"] in a.failed:
         return f"the producer's request for {m} times out (or fails); {m} is queued to be sent again (retry {a.retries})"
-    return f"the producer's request for {m} times out (or fails); no retries left: the producer reports {m} as failed"
+    attempts = dict(b.resent).get(p["record"], 0) + 1  # with --delivery-timeout: its bound may be what is reached
+    after = f" after {attempts} attempts" if attempts > 1 else ""
+    return f"the producer's request for {m} times out (or fails); no retries left{after}: the producer reports {m} as failed"
 
 
 @KAFKA.family(
@@ -77,6 +86,9 @@ def ProducerTimeout(s, x, record):
     s.inflight = x.drop(s.inflight, record)
     if retrying(s.cfg):
         left = s.retries < s.cfg.retries
+        if attempts_bounded(s.cfg):  # Sender.canRetry: delivery.timeout.ms not reached
+            left = x.and_(left, resends(s, x, record) < s.cfg.delivery_timeout - 1)
+            s.resent = x.ite(left, s.resent + TALLY_BASE ** record, s.resent)
         s.failed = x.put(s.failed, record, left)
         s.retries = x.ite(left, s.retries + 1, s.retries)
 

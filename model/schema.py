@@ -15,8 +15,9 @@ is derived from these declarations:
 
 A kind says what values a field takes and how each representation holds them. In the
 views that actions and properties read (``ops.py``), every value is a number: ``None``
-is ``NONE`` (-1), a set of brokers or of record ids is a bit mask, a log and the
-request sequence are values of their own (``Log``, ``Requests``).
+is ``NONE`` (-1), a set of brokers or of record ids is a bit mask, a count per record is
+one number of base-``TALLY_BASE`` digits (``Tally``), a log and the request sequence are
+values of their own (``Log``, ``Requests``).
 """
 
 from __future__ import annotations
@@ -171,6 +172,42 @@ class Ids(_Mask):
 
     def size(self, cfg: Any) -> int:
         return 1 << self.hi(cfg)
+
+
+TALLY_BASE = 4  # a Tally's counts are 0..3: one digit of base 4 per record
+
+
+@dataclass(frozen=True)
+class Tally(Kind):
+    """A small count per record id below n(cfg), most of them 0: the producer's retries of each
+    record. Its number has record k's count as base-``TALLY_BASE`` digit k; readable, it is the
+    pairs (record, count) of the records counted, in record order (a map in ITF). The base is
+    fixed so that the readable value and its number convert without a configuration."""
+
+    n: Callable[[Any], int]
+
+    def size(self, cfg: Any) -> int:
+        return TALLY_BASE ** self.n(cfg)
+
+    def code(self, value: tuple[tuple[int, int], ...], cfg: Any) -> int:
+        return self.view(value)
+
+    def value(self, code: int, cfg: Any) -> tuple[tuple[int, int], ...]:
+        return self.readable(code)
+
+    def view(self, value: tuple[tuple[int, int], ...]) -> int:
+        if any(not (0 <= k and 0 < c < TALLY_BASE) for k, c in value):
+            raise ValueError(f"counts are 1 to {TALLY_BASE - 1} per record")
+        return sum(c * TALLY_BASE ** k for k, c in dict(value).items())
+
+    def readable(self, view: int) -> tuple[tuple[int, int], ...]:
+        out, k = [], 0
+        while view:
+            view, c = divmod(view, TALLY_BASE)
+            if c:
+                out.append((k, c))
+            k += 1
+        return tuple(out)
 
 
 class LogKind(Kind):

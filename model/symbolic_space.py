@@ -27,7 +27,7 @@ import z3
 
 from .ops import NONE, View
 from .ops_z3 import FALSE, TRUE, Z3Ops, ZLog, ZRequests, ZSet
-from .schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema
+from .schema import Broker, Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema, Tally
 from .state import Record
 
 SPARSE = 32  # past this many epochs or ids, a decoded induction state keeps only those referred to
@@ -96,6 +96,8 @@ class Space:
             self.ints[name] = (NONE, k.hi(cfg))
         elif isinstance(k, Count):
             self.ints[name] = (0, k.hi(cfg))
+        elif isinstance(k, Tally):
+            self.ints[name] = (0, k.size(cfg) - 1)
         else:
             raise TypeError(f"no Z3 variables for the kind of {f.name}")
 

@@ -54,7 +54,7 @@ CONFIGS = [
     # KRaft 3.4: AlterPartition without KIP-903, the unclean setting ignored
     ModelConfig(rf=2, kafka_version="3.4", kraft=True, min_isr=2, crashes=1, disk_loss=1, unclean_election=True),
     # the producer's requests: timeouts and retries, idempotent (DuplicateSequence) or not, acks=1's answers
-    ModelConfig(rf=2, min_isr=1, crashes=0, retries=1),
+    ModelConfig(rf=2, min_isr=1, crashes=0, retries=2, delivery_timeout=2),  # each record retried at most once
     ModelConfig(rf=2, acks="1", crashes=0, retries=1, max_in_flight=1, idempotent=False, max_records=1),
     # a consumer group member: commit before processing, latest; after, earliest, past an unclean leader's log end
     ModelConfig(rf=2, crashes=0, commit="before", consumer_crashes=1, max_records=1),

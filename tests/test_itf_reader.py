@@ -22,7 +22,7 @@ from isrcheck.checker import CheckOptions
 from isrcheck.cli.runner import CheckRun, run_check
 from isrcheck.model import ModelConfig, Record, Request
 from isrcheck.model.kafka import KAFKA
-from isrcheck.model.schema import Brokers, Count, Ids, LogKind, Maybe, RequestsKind
+from isrcheck.model.schema import Brokers, Count, Ids, LogKind, Maybe, RequestsKind, Tally
 from isrcheck.traces import TraceError, itf
 
 RUNS = {  # name: (configuration, properties: all that apply when empty)
@@ -30,6 +30,7 @@ RUNS = {  # name: (configuration, properties: all that apply when empty)
     "core": (ModelConfig(rf=2, protocol="hw-truncation", core=True), ()),
     "lasso": (ModelConfig(rf=2, min_isr=1, kafka_version="2.1"), ("rejoins-isr",)),
     "elr": (ModelConfig(rf=2, min_isr=2, crashes=2, disk_loss=1, kafka_version="4.1"), ("committed-survive",)),
+    "producer": (ModelConfig(rf=2, crashes=0, retries=2, delivery_timeout=2, idempotent=False), ("no-duplicates",)),
 }
 
 
@@ -158,6 +159,8 @@ def _ours(kind: Any, v: Any) -> Any:
                             key=lambda r: r.leader_epoch))
     if isinstance(kind, Maybe):
         return _optional(v)
+    if isinstance(kind, Tally):  # a map from record id to count
+        return tuple(sorted(dict(v).items()))
     assert isinstance(kind, (Brokers, Ids, Count)), kind
     return v
 

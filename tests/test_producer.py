@@ -111,3 +111,46 @@ def test_cli_refuses_a_conflict_in_one_line_and_reads_the_producer_keys(tmp_path
     assert "retries=1, max.in.flight.requests.per.connection=1, enable.idempotence=false" in ok.stdout
     assert "a retry can commit a second copy of a record (9 states" in ok.stdout
     assert "records are committed in the order the producer sent them" in ok.stdout
+
+
+# --delivery-timeout: Kafka retries a batch only while delivery.timeout.ms has not passed and
+# retries are left (``Sender.canRetry``), and every record has its first attempt (an explicit
+# delivery.timeout.ms below linger.ms + request.timeout.ms is a ConfigException). Expected
+# before the checker ran: one attempt a record means no retry whatever --retries says; two
+# attempts already give --retries 1's duplicate and reordering; three, with two retries in the
+# run, bind nothing.
+ATTEMPTS = {1: (None, None), 2: (9, 11), 3: (9, 11)}
+
+
+@pytest.mark.parametrize("attempts", ATTEMPTS)
+def test_delivery_timeout_bounds_each_records_attempts(attempts):
+    config = BASE.with_changes(retries=2, idempotent=False, delivery_timeout=attempts)
+    result = run_bfs(config, PROPS)
+    assert _found(result) == ATTEMPTS[attempts]
+    retried = verdicts(result)["producer-retries"]
+    assert (retried[0] == "holds") == (attempts > 1), "one attempt a record: the producer never retries"
+    assert config.log_size == 2 + min(2, 2 * (attempts - 1)), "room for the copies the attempts allow"
+
+
+def test_delivery_timeout_scalar_vector_and_z3_agree():
+    config = BASE.with_changes(retries=2, idempotent=False, delivery_timeout=2)
+    vector = run_bfs(config, PROPS + ["weak-isr"], max_depth=11)
+    scalar = run_bfs(config, PROPS + ["weak-isr"], kernel="scalar", max_depth=11)
+    assert verdicts(vector) == verdicts(scalar) and vector.stats.states == scalar.stats.states
+    z3 = run_z3(config, ["no-duplicates"], max_depth=9)
+    assert verdicts(z3)["no-duplicates"] == ("violated", 9)
+    assert_replays(config, z3)
+
+
+def test_an_idempotent_producer_with_a_delivery_timeout_writes_once_and_in_order():
+    v = verdicts(run_bfs(BASE.with_changes(retries=2, delivery_timeout=2), PROPS + ["duplicate-dropped"]))
+    assert v["no-duplicates"][0] == v["in-order"][0] == "holds" and v["duplicate-dropped"][0] == "holds"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--retries", "1", "--delivery-timeout", "0"], "--delivery-timeout 0 is out of range; allowed 1 to 4"),
+    (["--delivery-timeout", "2"], "it needs --retries 1 or more"),
+])
+def test_delivery_timeout_refusals_are_one_line(args, words):
+    bad = run_cli("check-model", "--rf", "2", *args)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and words in bad.stderr, bad.stderr

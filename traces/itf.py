@@ -49,7 +49,7 @@ from isrcheck.model.config import ConfigError
 from isrcheck.model.kafka import KAFKA
 from isrcheck.model.layout import layout_bytes
 from isrcheck.model.machine import gigabytes
-from isrcheck.model.schema import Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema
+from isrcheck.model.schema import Brokers, Count, Field, Ids, LogKind, Maybe, RequestsKind, Schema, Tally
 
 from .trace import Step, Trace, TraceError
 
@@ -72,6 +72,8 @@ def _to_json(f: Field, value: Any) -> Any:
         return {"#set": sorted(value)}
     if isinstance(k, Maybe):  # a broker too
         return _opt_json(value)
+    if isinstance(k, Tally):
+        return {"#map": [[rid, n] for rid, n in value]}
     return value
 
 
@@ -101,6 +103,12 @@ def _from_json(f: Field, v: Any) -> Any:
         return _opt_int(v)
     if isinstance(k, Count):
         return _int(v)
+    if isinstance(k, Tally):
+        if not isinstance(v, dict) or not isinstance(v.get("#map"), list):
+            raise TraceError(f"{f.itf} must be a map")
+        if not all(isinstance(p, list) and len(p) == 2 for p in v["#map"]):
+            raise TraceError(f"{f.itf} must map record ids to counts")
+        return tuple(sorted((_int(p[0]), _int(p[1])) for p in v["#map"]))
     raise TraceError(f"no ITF form for {f.name}")
 
 

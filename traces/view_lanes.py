@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isrcheck.model import Action, ModelConfig, PartitionState
-from isrcheck.model.fields import consumer_crashes, idempotence, offsets, producer_requests, retrying
+from isrcheck.model.fields import attempts_bounded, consumer_crashes, idempotence, offsets, producer_requests, retrying
 
 PRODUCER, CONSUMER = "producer", "consumer"
 
@@ -62,7 +62,7 @@ def lane_names(cfg: ModelConfig) -> tuple[str, ...]:
 
 def _fields(name: str) -> tuple[str, ...]:
     if name == PRODUCER:
-        return ("inflight", "failed", "retries", "deduplicated", "acked")
+        return ("inflight", "failed", "retries", "resent", "deduplicated", "acked")
     return ("position", "holding", "commit_offset", "processed", "reprocessed", "skipped", "consumer_crashes")
 
 
@@ -94,6 +94,10 @@ def _producer_facts(cfg: ModelConfig, ps: PartitionState, before: PartitionState
     if retrying(cfg):
         facts.append(_set("failed", "to retry", ps, before))
         facts.append(_value("retries", "retries", ps, before, f"{ps.retries}/{cfg.retries}"))
+    if attempts_bounded(cfg):
+        bound = cfg.delivery_timeout - 1  # retries a record: its attempts less the first
+        each = ", ".join(f"m{i} {dict(ps.resent).get(i, 0)}/{bound}" for i in range(cfg.max_records))
+        facts.append(_value("resent", "retries a record", ps, before, each))
     if idempotence(cfg):
         facts.append(_set("deduplicated", "duplicates dropped", ps, before))
     facts.append(_set("acked", "acknowledged", ps, before))
