@@ -1,8 +1,8 @@
 """advise-config: which settings keep the guarantees a user wants, given the faults to survive.
 
 It sweeps the settings that trade durability for availability (acks, min.insync.replicas,
-unclean leader election, flush.messages when power can fail, replication.factor within a
-range), checks every combination with the suite runner (in parallel), and prints each
+unclean leader election, flush.messages when power can fail, enable.idempotence when the
+producer retries, replication.factor within a range), checks every combination with the suite runner (in parallel), and prints each
 guarantee's frontier (``frontier.py``): the cheapest settings that keep it, and the
 verdict, with its trace, that rules out each one a step cheaper. Exit codes: 0 some
 setting keeps every guarantee asked for; 1 none does; 2 usage; 3 interrupted or a check
@@ -28,8 +28,7 @@ from isrcheck.model.config import ACKS
 from isrcheck.properties import BY_NAME
 
 from . import frontier as fr
-from .advise_report import (BY_KEY, GUARANTEES, NOT_MODELLED, Advice, Guarantee, header, json_advice, plain, short,
-                            text_advice)
+from .advise_report import BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, short, text_advice
 from .check_model import _duration
 from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
@@ -53,8 +52,12 @@ def _rf_range(ctx, param, value: str) -> tuple[int, ...]:  # noqa: ARG001
     return tuple(range(lo, hi + 1))
 
 
-def axes(rfs: tuple[int, ...], power_loss: int) -> tuple[fr.Axis, ...]:
-    """The settings swept, each cheapest first; flush.messages only matters when power can fail."""
+def axes(rfs: tuple[int, ...], power_loss: int, retries: int = 0) -> tuple[fr.Axis, ...]:
+    """The settings swept, each cheapest first; flush.messages only matters when power can fail,
+    enable.idempotence when the producer retries (Kafka refuses it without acks=all: those points
+    are not valid)."""
+    idempotence = (fr.Axis("idempotent", "enable.idempotence", (False, True), lambda v: str(v).lower(),
+                           lambda v: "idempotent" if v else "notidempotent"),) if retries else ()
     return (
         fr.Axis("rf", "replication.factor", rfs, tag=lambda v: f"rf{v}"),
         fr.Axis("acks", "acks", tuple(a for a in ("0", "1", "all") if a in ACKS), tag=lambda v: f"acks{v}"),
@@ -63,25 +66,33 @@ def axes(rfs: tuple[int, ...], power_loss: int) -> tuple[fr.Axis, ...]:
                 lambda v: "unclean" if v else "clean"),
         fr.Axis("flush", "flush.messages", ("os", "always") if power_loss else ("os",),
                 lambda v: "1" if v == "always" else "unset", lambda v: f"flush{v}"),
+        *idempotence,
     )
 
 
 def chosen(keys: tuple[str, ...], base: ModelConfig) -> tuple[Guarantee, ...]:
     """The guarantees asked for, or the default: every one that applies to the faults."""
     for key in keys:
-        if key in NOT_MODELLED:
-            raise UsageFailure(f"--guarantee {key}: {NOT_MODELLED[key]}")
+        if BY_KEY[key].producer and not base.retries:
+            raise UsageFailure(f"--guarantee {key} needs --retries 1 or more: without retries the producer sends "
+                               f"each record once")
     if keys:
         return tuple(BY_KEY[k] for k in dict.fromkeys(keys))
     storage = base.disk_loss or base.power_loss
-    return tuple(g for g in GUARANTEES if (g.key != "stored" or storage) and (g.key != "writable" or base.crashes))
+    return tuple(g for g in GUARANTEES if (g.key != "stored" or storage) and (g.key != "writable" or base.crashes)
+                 and (not g.producer or base.retries))
+
+
+def _point_config(base: ModelConfig, settings: dict[str, Any]) -> ModelConfig:
+    """The base with a point's settings; its log size follows them (room for retries' copies)."""
+    return ModelConfig(**{**base.as_dict(), "log_size": None, **settings})
 
 
 def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
             options: CheckOptions) -> dict[fr.Point, SuiteCheck]:
     out = {}
     for point in sweep.points:
-        config = ModelConfig(**{**base.as_dict(), **sweep.settings(point)})
+        config = _point_config(base, sweep.settings(point))
         props = tuple(g.property for g in wanted if BY_NAME[g.property].applies(config))
         out[point] = SuiteCheck(sweep.slug(point), CheckRun(config, "bfs", props, options, None), {}, 0)
     return out
@@ -90,7 +101,7 @@ def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
 def _valid(base: ModelConfig):
     def valid(settings: dict[str, Any]) -> bool:
         try:
-            ModelConfig(**{**base.as_dict(), **settings}).validate()
+            _point_config(base, settings).validate()
         except ConfigError:
             return False
         return True
@@ -107,13 +118,17 @@ def _valid(base: ModelConfig):
               help="Brokers that may lose power at once (then flush.messages is swept too).")
 @click.option("--restarts/--no-restarts", default=True, show_default=True,
               help="Brokers that went down come back (--no-restarts: every failure is permanent).")
+@click.option("--retries", type=AsciiInt(0, 4), default=0, show_default=True,
+              help="Producer requests that time out and are sent again (then enable.idempotence is swept too, and "
+                   "no-duplicates and in-order are guarantees).")
 @click.option("--kafka-version", default=releases.DEFAULT, show_default=True,
               help=f"Kafka release whose rules are checked, {releases.VERSIONS[0]} to {releases.NEWEST}.")
 @click.option("--rf", "rfs", default="3", show_default=True, callback=_rf_range, metavar="N|N..M",
               help="replication.factor, or a range of them to sweep (each one more is much slower).")
-@click.option("--guarantee", "guarantees", multiple=True, type=click.Choice([*BY_KEY, *NOT_MODELLED]),
+@click.option("--guarantee", "guarantees", multiple=True, type=click.Choice(list(BY_KEY)),
               help="A guarantee to keep (repeatable) [default: every one that applies: acked, committed, reads, "
-                   "writable with crashes, recovers, stored with disk or power loss].")
+                   "writable with crashes, recovers, stored with disk or power loss, no-duplicates and in-order "
+                   "with retries].")
 @click.option("--max-records", type=AsciiInt(1, 4), default=2, show_default=True, help="Records the producer may write.")
 @click.option("--max-leader-epoch", type=AsciiInt(0, 6), default=2, show_default=True, help="Highest leader epoch.")
 @click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
@@ -127,7 +142,8 @@ def _valid(base: ModelConfig):
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="A line on stderr as each configuration's check ends.")
 @color_option
-def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_version: str, rfs: tuple[int, ...],
+def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, retries: int, kafka_version: str,
+         rfs: tuple[int, ...],
          guarantees: tuple[str, ...], max_records: int, max_leader_epoch: int, jobs: int | None,
          time_limit: float | None, trace_dir: Path, fmt: str, progress: bool, color: bool | None) -> int:
     """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
@@ -137,12 +153,12 @@ def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, kafka_ve
         version = releases.find(kafka_version).version
         base = ModelConfig(rf=max(rfs), crashes=crashes, disk_loss=disk_loss, power_loss=power_loss,
                            restarts=restarts, kafka_version=version, max_records=max_records,
-                           log_size=max_records, max_leader_epoch=max_leader_epoch).validate()
+                           max_leader_epoch=max_leader_epoch, retries=retries).validate()
         check_output_dir(trace_dir, "--trace-dir", create=False)
     except (ValueError, ConfigError, FileProblem) as e:
         raise UsageFailure(str(e)) from None
     wanted = chosen(guarantees, base)
-    sweep = fr.make_sweep(axes(rfs, power_loss), _valid(base))
+    sweep = fr.make_sweep(axes(rfs, power_loss, retries), _valid(base))
     checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True, time_limit=time_limit))
     click.echo(header(sweep, base, wanted), err=True)
     started, done = time.monotonic(), []

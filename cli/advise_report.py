@@ -27,6 +27,7 @@ class Guarantee:
     words: str
     property: str
     durable: bool  # a durability guarantee (its cheapest keepers) or an availability one (its most durable)
+    producer: bool = False  # about the producer's retries: asked of a sweep with --retries
 
 
 GUARANTEES = (
@@ -36,11 +37,12 @@ GUARANTEES = (
     Guarantee("reads", "what a consumer reads never disappears", "read-within-hwm", True),
     Guarantee("writable", "writes are still acknowledged while a broker is down", "write-after-crash", False),
     Guarantee("recovers", "the partition becomes writable again by itself", "can-recover", False),
+    Guarantee("no-duplicates", "no record is committed twice", "no-duplicates", True, producer=True),
+    Guarantee("in-order", "records are committed in the order the producer sent them", "in-order", True,
+              producer=True),
 )
 BY_KEY = {g.key: g for g in GUARANTEES}
-NOT_MODELLED = {"no-duplicates": "advise-config does not sweep the producer's settings yet; check-model --retries 1 "
-                                  "--idempotent (or --no-idempotent) --property no-duplicates answers it"}
-REPORT_VERSION = 1  # advise-config's JSON: raised when a key changes meaning or goes
+REPORT_VERSION = 2  # advise-config's JSON: raised when a key changes meaning or goes (2: not_modelled went)
 
 
 @dataclass
@@ -83,8 +85,8 @@ class Advice:
         rep = self.reports[point]
         p = rep.by_name(g.property) if rep is not None else None
         if p is None:
-            return {"says": f"{BY_NAME[g.property].why_not}, so nothing can be said to survive",
-                    "trace_length": None, "trace_file": None}
+            so = "nothing is retried" if g.producer else "nothing can be said to survive"
+            return {"says": f"{BY_NAME[g.property].why_not}, so {so}", "trace_length": None, "trace_file": None}
         bad = SENTENCES[g.property][1]
         if verdict.outcome(p, p.status) == "never":
             bad += " (in no run within the bounds)"
@@ -161,7 +163,6 @@ def text_advice(a: Advice, paint=plain) -> str:
     lines: list[str] = []
     for g in a.wanted:
         lines += _guarantee_lines(a, g, paint) + [""]
-    lines += [f"not checked: no duplicates: {NOT_MODELLED['no-duplicates']}", ""]
     lines.append("every guarantee above at once: " + ("the cheapest settings that keep them all:" if a.recommended
                                                       else "no setting swept keeps them all"))
     lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in a.recommended]
@@ -181,7 +182,8 @@ def json_advice(a: Advice) -> dict[str, Any]:
     return {
         "report_version": REPORT_VERSION, "isrcheck_version": __version__, "model_version": MODEL_VERSION,
         "kafka_version": b.kafka_version,
-        "faults": {"crashes": b.crashes, "disk_loss": b.disk_loss, "power_loss": b.power_loss, "restarts": b.restarts},
+        "faults": {"crashes": b.crashes, "disk_loss": b.disk_loss, "power_loss": b.power_loss, "restarts": b.restarts,
+                   "retries": b.retries},
         "bounds": {"max_records": b.max_records, "log_size": b.log_size, "max_leader_epoch": b.max_leader_epoch},
         "swept": {ax.key: [ax.kafka(v) for v in ax.values] for ax in a.sweep.axes},
         "guarantees": [{
@@ -191,7 +193,6 @@ def json_advice(a: Advice) -> dict[str, Any]:
             "ruled_out": [with_reason(g, n) for n in a.frontier(g).beyond],
             "unknown": [a.sweep.kafka(p) for p in a.frontier(g).unknown],
         } for g in a.wanted],
-        "not_modelled": [{"key": k, "why": why} for k, why in NOT_MODELLED.items()],
         "recommended": [a.sweep.kafka(p) for p in a.recommended],
         "configurations": [_configuration(a, p) for p in a.sweep.points],
         "complete": not (a.interrupted or a.incomplete), "interrupted": a.interrupted,

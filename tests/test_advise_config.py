@@ -59,7 +59,7 @@ def test_advice_for_one_crash_names_acks_all_and_a_trace_for_each_cheaper_settin
     proc = run_cli("advise-config", *SMALL, "--trace-dir", str(tmp_path), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)
-    assert advice["report_version"] == 1 and advice["complete"]
+    assert advice["report_version"] == 2 and advice["complete"]
     guarantees = {g["key"]: g for g in advice["guarantees"]}
     assert set(guarantees) == {"acked", "committed", "reads", "writable", "recovers"}
     acked = guarantees["acked"]
@@ -102,13 +102,33 @@ def test_a_lost_disk_in_zookeeper_mode_leaves_no_setting_that_keeps_committed_re
     assert "committed records can be lost" in proc.stdout
 
 
-def test_the_text_advice_says_what_is_not_modelled_and_ends_in_plain_words(tmp_path):
+def test_the_text_advice_ends_in_plain_words(tmp_path):
     proc = run_cli("advise-config", *SMALL, "--guarantee", "writable", "--trace-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith("advise-config: Kafka 3.9, up to 1 broker crash")
-    assert "[18/18]" in proc.stderr
-    assert "not checked: no duplicates" in proc.stdout
+    assert "[18/18]" in proc.stderr and "enable.idempotence" not in proc.stderr  # swept only with --retries
     assert proc.stdout.strip().splitlines()[-1].startswith("In plain words, with Kafka 3.9")
+
+
+def test_with_retries_idempotence_is_swept_and_only_it_keeps_records_written_once(tmp_path):
+    """Expected from the producer's docs before the run: without idempotence a retry may write a
+    duplicate whatever acks, min.insync.replicas and the election are; Kafka allows idempotence
+    only with acks=all, so the cheapest keeper is acks=all with idempotence and every other
+    setting at its cheapest, and the step cheaper is the same without idempotence."""
+    proc = run_cli("advise-config", *SMALL, "--retries", "1", "--guarantee", "no-duplicates", "--format", "json",
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(proc.stdout)
+    assert advice["swept"]["enable.idempotence"] == ["false", "true"] and advice["faults"]["retries"] == 1
+    cheapest = {"acks": "all", "min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+    (g,) = advice["guarantees"]
+    assert g["frontier"] == [{**cheapest, "enable.idempotence": "true"}]
+    (r,) = g["ruled_out"]
+    assert r["settings"] == {**cheapest, "enable.idempotence": "false"} and "second copy" in r["says"]
+    trace = load_checked(r["trace_file"])
+    assert trace.property_name == "no-duplicates" and len(trace.steps) == r["trace_length"] == 10
+    assert not any(c["settings"]["acks"] != "all" and c["settings"]["enable.idempotence"] == "true"
+                   for c in advice["configurations"]), "Kafka refuses idempotence without acks=all"
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
