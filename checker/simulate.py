@@ -54,6 +54,7 @@ class SimulationCoverage:
     distinct: int = 0
     distinct_capped: bool = False
     fired: Counter = field(default_factory=Counter)  # action, as the trace names it -> times taken
+    never: list[str] = field(default_factory=list)  # the configuration's actions no walk took, as traces name them
     families: Counter = field(default_factory=Counter)  # action family -> times taken
     lengths: Counter = field(default_factory=Counter)  # walk length in states -> walks
     guards: Counter = field(default_factory=Counter)  # ``sometimes`` property -> states where it holds
@@ -76,7 +77,8 @@ class SimulationCoverage:
             "walks": self.walks, "steps": self.steps, "walk_seconds": round(self.walk_seconds, 3),
             "distinct_states": self.distinct,
             "distinct_capped": self.distinct_capped, "families": dict(self.families.most_common()),
-            "actions": dict(self.fired.most_common()), "walk_lengths": dict(sorted(self.lengths.items())),
+            "actions": dict(self.fired.most_common()), "never_taken": self.never,
+            "walk_lengths": dict(sorted(self.lengths.items())),
             "guards": dict(self.guards), "found_after_seconds": self.found_after,
             "shrunk_after_seconds": self.shrunk_after, "found_length": self.found_length,
             "from_database": self.from_database, "shrink_attempts": self.attempts,
@@ -353,6 +355,7 @@ class _Simulation:
     def _result(self, stop: str) -> CheckResult:
         c = self.coverage
         c.families = self.families(c.fired)
+        c.never = [str(self.model.describe(a)) for a in range(self.n_actions) if not c.fired.get(a)]
         c.fired = Counter({str(self.model.describe(a)): n for a, n in c.fired.items()})
         decided = not self._pending()
         seconds = time.monotonic() - self.started

@@ -199,6 +199,24 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _never_taken(never: list[str], actions: int, shown: int = 6) -> str:
+    """The actions (family and parameters) no walk took: where a "no violation" says least."""
+    if not never:
+        return f"every one of the {actions:,} actions taken at least once"
+    more = f" and {len(never) - shown:,} more" if len(never) > shown else ""
+    return f"{len(never):,} of {actions:,} actions never taken: {', '.join(never[:shown])}{more}"
+
+
+def _length_histogram(lengths: Any, width: int = 10) -> str:
+    """Walks by length in states, in buckets of ``width``: how deep the walks went."""
+    total = sum(lengths.values())
+    buckets: dict[int, int] = {}
+    for n, walks in lengths.items():
+        buckets[(n - 1) // width] = buckets.get((n - 1) // width, 0) + walks
+    parts = [f"{b * width + 1}-{(b + 1) * width} {100 * w / total:.0f}%" for b, w in sorted(buckets.items())]
+    return ", ".join(parts) + " of walks (states)" if total else "none"
+
+
 def simulation_lines(outcome: CheckOutcome) -> list[str]:
     """What the walks did and saw: the answer to "no violation, after doing what?"."""
     r = outcome.result
@@ -209,6 +227,8 @@ def simulation_lines(outcome: CheckOutcome) -> list[str]:
              f"states, {s.seconds:.2f} s ({c.walk_seconds:.2f} s walking, {rate:,.0f} steps/s; the rest shrinking), "
              f"peak memory {s.peak_memory / 2**20:,.0f} MiB"]
     lines.append("  actions taken: " + (", ".join(f"{name} {n:,}" for name, n in c.families.most_common()) or "none"))
+    lines.append("  " + _never_taken(c.never, len(c.never) + len(c.fired)))
+    lines.append("  walk lengths: " + _length_histogram(c.lengths))
     never = [p.name for p in r.properties if p.expectation == "sometimes" and not c.guards.get(p.name)]
     if c.guards or never:
         seen = [f"{name} in {n:,} states" for name, n in c.guards.most_common()] + [f"{name} never" for name in never]

@@ -99,6 +99,8 @@ def test_coverage_counts_every_step_and_swarm_walks_leave_families_out():
         assert sum(c.families.values()) == sum(c.fired.values()) == c.steps
         assert sum(c.lengths.values()) == c.walks >= 200
         assert c.distinct <= c.steps + 1 and c.guards["record-committed"] > 0
+        assert len(c.never) + len(c.fired) == len(model.catalogue) and not set(c.never) & set(c.fired)
+        assert "BecomeFollower(replica=0, leader=0, epoch=0)" in c.never  # a broker never follows itself
     assert [r.kernel for r in runs] == ["vector", "vector", "scalar", "scalar"]
     assert runs[0].coverage.fired != runs[1].coverage.fired and runs[2].coverage.fired != runs[3].coverage.fired
 
@@ -148,6 +150,7 @@ def test_check_model_simulate_exit_codes_and_report(tmp_path):
     assert unbroken.returncode == 3, unbroken.stderr  # a simulation proves nothing
     assert "no violation in 50 random walks" in unbroken.stdout
     assert "none of 50 random walks broke these, which proves nothing" in unbroken.stdout
+    assert "actions never taken: " in unbroken.stdout and " of walks (states)" in unbroken.stdout
     wrong = run_cli("check-model", "--seed", "3", "--trace-dir", str(tmp_path))
     assert wrong.returncode == 2 and wrong.stderr.strip() == "check-model: error: --seed needs --engine simulate"
 
