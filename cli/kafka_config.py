@@ -108,7 +108,8 @@ IGNORED = frozenset("""
     segment.index.bytes segment.jitter.ms segment.ms
 """.split())
 # client keys the model leaves to its own options: --delivery-timeout bounds a record's attempts rather than the time
-# they take (milliseconds say nothing of how many attempts fit), and --commit says when the consumer commits (auto-commit commits on a later poll, which --commit after covers)
+# they take (milliseconds say nothing of how many attempts fit), and --commit says when the consumer commits
+# (auto-commit commits on a later poll, which --commit after covers)
 NOT_YET = frozenset("""
     delivery.timeout.ms enable.auto.commit
 """.split())

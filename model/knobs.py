@@ -156,7 +156,8 @@ def _producer_words(c: ModelConfig) -> str:
     if c.core or c.acks == "0" or (c.retries == 0 and c.max_in_flight >= c.max_records):
         return ""
     idem = "idempotent" if c.idempotence else "not idempotent"
-    attempts = "" if c.delivery_timeout is None else f", at most {c.delivery_timeout} attempt{'s' if c.delivery_timeout != 1 else ''} a record"
+    d = c.delivery_timeout
+    attempts = "" if d is None else f", at most {d} attempt{'s' if d != 1 else ''} a record"
     return f"retries {c.retries}{attempts}, max-in-flight {c.max_in_flight}, {idem}"
 
 

@@ -69,7 +69,8 @@ def _timeout_words(b, a, p) -> str:
         return f"the producer's request for {m} times out (or fails); {m} is queued to be sent again (retry {a.retries})"
     attempts = dict(b.resent).get(p["record"], 0) + 1  # with --delivery-timeout: its bound may be what is reached
     after = f" after {attempts} attempts" if attempts > 1 else ""
-    return f"the producer's request for {m} times out (or fails); no retries left{after}: the producer reports {m} as failed"
+    return (f"the producer's request for {m} times out (or fails); no retries left{after}: the producer reports {m} "
+            f"as failed")
 
 
 @KAFKA.family(
