@@ -28,7 +28,8 @@ from isrcheck.model.config import ACKS
 from isrcheck.properties import BY_NAME
 
 from . import frontier as fr
-from .advise_report import BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, short, text_advice
+from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
+                            text_advice)
 from .check_model import _duration
 from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
@@ -83,16 +84,11 @@ def chosen(keys: tuple[str, ...], base: ModelConfig) -> tuple[Guarantee, ...]:
                  and (not g.producer or base.retries))
 
 
-def _point_config(base: ModelConfig, settings: dict[str, Any]) -> ModelConfig:
-    """The base with a point's settings; its log size follows them (room for retries' copies)."""
-    return ModelConfig(**{**base.as_dict(), "log_size": None, **settings})
-
-
 def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
             options: CheckOptions) -> dict[fr.Point, SuiteCheck]:
     out = {}
     for point in sweep.points:
-        config = _point_config(base, sweep.settings(point))
+        config = point_config(base, sweep.settings(point))
         props = tuple(g.property for g in wanted if BY_NAME[g.property].applies(config))
         out[point] = SuiteCheck(sweep.slug(point), CheckRun(config, "bfs", props, options, None), {}, 0)
     return out
@@ -101,7 +97,7 @@ def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
 def _valid(base: ModelConfig):
     def valid(settings: dict[str, Any]) -> bool:
         try:
-            _point_config(base, settings).validate()
+            point_config(base, settings).validate()
         except ConfigError:
             return False
         return True

@@ -45,6 +45,11 @@ BY_KEY = {g.key: g for g in GUARANTEES}
 REPORT_VERSION = 2  # advise-config's JSON: raised when a key changes meaning or goes (2: not_modelled went)
 
 
+def point_config(base: ModelConfig, settings: dict[str, Any]) -> ModelConfig:
+    """The base with a point's settings; its log size follows them (room for retries' copies)."""
+    return ModelConfig(**{**base.as_dict(), "log_size": None, **settings})
+
+
 @dataclass
 class Advice:
     sweep: fr.Sweep
@@ -80,12 +85,16 @@ class Advice:
         """The cheapest settings that keep every guarantee asked for."""
         return fr.cheapest([p for p in self.sweep.points if all(self.kept(g, p) for g in self.wanted)])
 
+    def log_size(self, point: fr.Point) -> int:
+        """The point's own log size: room for the copies a producer without idempotence writes."""
+        return point_config(self.base, self.sweep.settings(point)).logsize
+
     def reason(self, g: Guarantee, point: fr.Point) -> dict[str, Any]:
         """Why ``point`` does not keep ``g``: a sentence, and the trace that shows it."""
         rep = self.reports[point]
         p = rep.by_name(g.property) if rep is not None else None
         if p is None:
-            so = "nothing is retried" if g.producer else "nothing can be said to survive"
+            so = "it is not checked" if g.producer else "nothing can be said to survive"
             return {"says": f"{BY_NAME[g.property].why_not}, so {so}", "trace_length": None, "trace_file": None}
         bad = SENTENCES[g.property][1]
         if verdict.outcome(p, p.status) == "never":
@@ -112,8 +121,14 @@ def _fixed(sweep: fr.Sweep) -> str:
     return ", ".join(f"{a.key}={a.kafka(a.values[0])}" for a in sweep.axes if len(a.values) == 1)
 
 
+def _faults(base: ModelConfig) -> str:
+    """The faults, and the producer's retries, to survive."""
+    retries = f", up to {base.retries} producer retr{'ies' if base.retries != 1 else 'y'}" if base.retries else ""
+    return faults(base) + retries
+
+
 def header(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...]) -> str:
-    return (f"advise-config: Kafka {base.kafka_version}, {faults(base)}, {_fixed(sweep)}; sweeping {_swept(sweep)}: "
+    return (f"advise-config: Kafka {base.kafka_version}, {_faults(base)}, {_fixed(sweep)}; sweeping {_swept(sweep)}: "
             f"{len(sweep.points)} configurations; guarantees: {', '.join(g.key for g in wanted)}")
 
 
@@ -150,7 +165,7 @@ def _guarantee_lines(a: Advice, g: Guarantee, paint=plain) -> list[str]:
 
 def verdict_text(a: Advice) -> str:
     what = ", ".join(g.words for g in a.wanted)
-    lead = f"In plain words, with Kafka {a.base.kafka_version} and {faults(a.base)}, within the bounds checked"
+    lead = f"In plain words, with Kafka {a.base.kafka_version} and {_faults(a.base)}, within the bounds checked"
     if a.recommended:
         return f"{lead}, the cheapest settings that keep all of ({what}) are: " + \
             "; or ".join(a.sweep.words(p) for p in a.recommended) + "."
@@ -184,7 +199,7 @@ def json_advice(a: Advice) -> dict[str, Any]:
         "kafka_version": b.kafka_version,
         "faults": {"crashes": b.crashes, "disk_loss": b.disk_loss, "power_loss": b.power_loss, "restarts": b.restarts,
                    "retries": b.retries},
-        "bounds": {"max_records": b.max_records, "log_size": b.log_size, "max_leader_epoch": b.max_leader_epoch},
+        "bounds": {"max_records": b.max_records, "max_leader_epoch": b.max_leader_epoch},  # log sizes: per configuration
         "swept": {ax.key: [ax.kafka(v) for v in ax.values] for ax in a.sweep.axes},
         "guarantees": [{
             "key": g.key, "words": g.words, "property": g.property,
@@ -203,7 +218,7 @@ def json_advice(a: Advice) -> dict[str, Any]:
 def _configuration(a: Advice, p: fr.Point) -> dict[str, Any]:
     rep = a.reports.get(p)
     return {
-        "settings": a.sweep.kafka(p),
+        "settings": a.sweep.kafka(p), "log_size": a.log_size(p),
         "complete": bool(rep and rep.complete), "error": rep.error if rep else "not run",
         "keeps": {g.key: a.kept(g, p) for g in a.wanted},
         "seconds": round(rep.seconds, 3) if rep else None,

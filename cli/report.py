@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -199,12 +200,22 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _never_taken(never: list[str], actions: int, shown: int = 6) -> str:
-    """The actions (family and parameters) no walk took: where a "no violation" says least."""
+def _family(action: str) -> str:
+    """An action's family, from its name as traces write it: ``BecomeFollower(replica=0, ...)``."""
+    return action.split("(")[0]
+
+
+def _never_taken(never: list[str], taken: Any) -> str:
+    """The actions no walk took, counted by family (each named in the JSON): where a "no violation"
+    says least. A family none of whose actions was taken comes first; some actions can never be
+    enabled at all (a broker following itself), which only an exhaustive search can tell."""
+    total = len(never) + len(taken)
     if not never:
-        return f"every one of the {actions:,} actions taken at least once"
-    more = f" and {len(never) - shown:,} more" if len(never) > shown else ""
-    return f"{len(never):,} of {actions:,} actions never taken: {', '.join(never[:shown])}{more}"
+        return f"every one of the {total:,} actions taken at least once"
+    missed, seen = Counter(map(_family, never)), Counter(map(_family, taken))
+    parts = [f"{name} {n} of {n + seen[name]}" + ("" if seen[name] else " (none taken)")
+             for name, n in sorted(missed.items(), key=lambda kv: (seen[kv[0]] > 0, -kv[1]))]
+    return f"{len(never):,} of {total:,} actions never taken (never_taken in the JSON): {', '.join(parts)}"
 
 
 def _length_histogram(lengths: Any, width: int = 10) -> str:
@@ -227,7 +238,7 @@ def simulation_lines(outcome: CheckOutcome) -> list[str]:
              f"states, {s.seconds:.2f} s ({c.walk_seconds:.2f} s walking, {rate:,.0f} steps/s; the rest shrinking), "
              f"peak memory {s.peak_memory / 2**20:,.0f} MiB"]
     lines.append("  actions taken: " + (", ".join(f"{name} {n:,}" for name, n in c.families.most_common()) or "none"))
-    lines.append("  " + _never_taken(c.never, len(c.never) + len(c.fired)))
+    lines.append("  " + _never_taken(c.never, c.fired))
     lines.append("  walk lengths: " + _length_histogram(c.lengths))
     never = [p.name for p in r.properties if p.expectation == "sometimes" and not c.guards.get(p.name)]
     if c.guards or never:

@@ -165,14 +165,19 @@ class ModelConfig:
         return self
 
     @property
+    def retries_per_record(self) -> int | None:
+        """``--delivery-timeout``'s attempts less the first: the retries one record may have."""
+        return None if self.delivery_timeout is None else self.delivery_timeout - 1
+
+    @property
     def default_log_size(self) -> int:
         """The log size where none is given: the records, and room for the copies that retries
         without idempotence write."""
         if self.idempotence or self.acks == "0":
             return self.max_records
         copies = self.retries
-        if self.delivery_timeout is not None and self.max_records is not None:
-            copies = min(copies, self.max_records * (self.delivery_timeout - 1))
+        if self.retries_per_record is not None and self.max_records is not None:
+            copies = min(copies, self.max_records * self.retries_per_record)
         return self.max_records + copies
 
     def with_changes(self, **changes: Any) -> "ModelConfig":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import releases
+from .schema import TALLY_BASE
 
 ModelConfig = Any  # a config.ModelConfig (config.py imports this module, not the other way round)
 ACKS = ("all", "1", "0")
@@ -20,7 +21,7 @@ FAIRNESS = ("weak", "none")
 COMMIT = ("before", "after")
 OFFSET_RESET = ("latest", "earliest")
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
-MAX_ATTEMPTS = 4  # --delivery-timeout: a record's retries are a Tally digit (schema.TALLY_BASE)
+MAX_ATTEMPTS = TALLY_BASE  # --delivery-timeout: a record's retries, 0 to 3, are one digit of a Tally
 
 
 def _nothing(config: ModelConfig) -> str:
@@ -123,7 +124,7 @@ def _kraft_slug(c: ModelConfig) -> str:
 
 def _idempotence_problem(c: ModelConfig) -> str:
     """Kafka's ConfigException for an explicit enable.idempotence=true that other settings contradict."""
-    if c.retries and c.max_records is None:
+    if c.retries and (c.max_records is None or c.max_leader_epoch is None):
         return ("--retries needs bounded record ids (--max-leader-epoch 0 to 8): the producer's requests are "
                 "sets of record ids")
     if not c.idempotent:
@@ -172,7 +173,7 @@ def _commit_problem(c: ModelConfig) -> str:
         return "--consumer-crashes needs --commit before or after: a consumer restarts from its committed offset"
     if c.commit is not None and not c.consumer:
         return "--commit needs the consumer (drop --no-consumer)"
-    if c.commit is not None and c.max_records is None:
+    if c.commit is not None and (c.max_records is None or c.max_leader_epoch is None):
         return "--commit needs bounded record ids (--max-leader-epoch 0 to 8): the consumer's histories are sets of ids"
     return ""
 

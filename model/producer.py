@@ -88,7 +88,7 @@ def ProducerTimeout(s, x, record):
     if retrying(s.cfg):
         left = s.retries < s.cfg.retries
         if attempts_bounded(s.cfg):  # Sender.canRetry: delivery.timeout.ms not reached
-            left = x.and_(left, resends(s, x, record) < s.cfg.delivery_timeout - 1)
+            left = x.and_(left, resends(s, x, record) < s.cfg.retries_per_record)
             s.resent = x.ite(left, s.resent + TALLY_BASE ** record, s.resent)
         s.failed = x.put(s.failed, record, left)
         s.retries = x.ite(left, s.retries + 1, s.retries)

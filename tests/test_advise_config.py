@@ -129,6 +129,10 @@ def test_with_retries_idempotence_is_swept_and_only_it_keeps_records_written_onc
     assert trace.property_name == "no-duplicates" and len(trace.steps) == r["trace_length"] == 10
     assert not any(c["settings"]["acks"] != "all" and c["settings"]["enable.idempotence"] == "true"
                    for c in advice["configurations"]), "Kafka refuses idempotence without acks=all"
+    sizes = {c["settings"]["enable.idempotence"]: c["log_size"] for c in advice["configurations"]
+             if c["settings"]["acks"] != "0"}
+    assert sizes == {"false": 2, "true": 1}, "room for the retry's copy only where it can be written"
+    assert "up to 1 producer retry" in proc.stderr.splitlines()[0] and "up to 1 producer retry" in advice["verdict_text"]
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

@@ -264,3 +264,19 @@ def test_a_trace_of_another_trace_format_is_refused_in_one_line(tmp_path, kafka_
     with pytest.raises(TraceError, match="check the model again to write it anew") as e:
         itf.load(path)
     assert expect in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("value, expect", [
+    ({"#map": [[0, 1], [0, 2]]}, "producer.retriesPerRecord maps a record id twice"),
+    ({"#map": [[0]]}, "producer.retriesPerRecord must map record ids to counts"),
+    ([[0, 1]], "producer.retriesPerRecord must be a map"),
+])
+def test_a_bad_count_per_record_is_refused_in_one_line(tmp_path, saved, value, expect):
+    (source,) = saved["producer"]
+    data = json.loads(source.read_text())
+    data["states"][-1]["producer"]["retriesPerRecord"] = value
+    path = tmp_path / "edited.itf.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TraceError) as e:
+        itf.load(path)
+    assert expect in str(e.value) and "\n" not in str(e.value), str(e.value)

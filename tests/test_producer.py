@@ -132,6 +132,14 @@ def test_delivery_timeout_bounds_each_records_attempts(attempts):
     assert config.log_size == 2 + min(2, 2 * (attempts - 1)), "room for the copies the attempts allow"
 
 
+def test_the_attempts_bound_binds_below_the_runs_retries():
+    """Two retries in the run, one per record: no record is retried twice, so fewer states than
+    without the bound (the pinned lengths above need only one retry and cannot tell)."""
+    base = BASE.with_changes(retries=2, idempotent=False)
+    states = {d: run_bfs(base.with_changes(delivery_timeout=d), ["weak-isr"]).stats.states for d in (1, 2, None)}
+    assert states[1] < states[2] < states[None], states
+
+
 def test_delivery_timeout_scalar_vector_and_z3_agree():
     config = BASE.with_changes(retries=2, idempotent=False, delivery_timeout=2)
     vector = run_bfs(config, PROPS + ["weak-isr"], max_depth=11)
@@ -150,6 +158,9 @@ def test_an_idempotent_producer_with_a_delivery_timeout_writes_once_and_in_order
 @pytest.mark.parametrize("args, words", [
     (["--retries", "1", "--delivery-timeout", "0"], "--delivery-timeout 0 is out of range; allowed 1 to 4"),
     (["--delivery-timeout", "2"], "it needs --retries 1 or more"),
+    # Z3's unbounded mode has no bound on record ids to keep the producer's or consumer's sets in
+    (["--engine", "z3", "--max-leader-epoch", "unbounded", "--retries", "1"], "--retries needs bounded record ids"),
+    (["--engine", "z3", "--max-leader-epoch", "unbounded", "--commit", "after"], "--commit needs bounded record ids"),
 ])
 def test_delivery_timeout_refusals_are_one_line(args, words):
     bad = run_cli("check-model", "--rf", "2", *args)

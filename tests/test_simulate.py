@@ -150,7 +150,8 @@ def test_check_model_simulate_exit_codes_and_report(tmp_path):
     assert unbroken.returncode == 3, unbroken.stderr  # a simulation proves nothing
     assert "no violation in 50 random walks" in unbroken.stdout
     assert "none of 50 random walks broke these, which proves nothing" in unbroken.stdout
-    assert "actions never taken: " in unbroken.stdout and " of walks (states)" in unbroken.stdout
+    assert "actions never taken (never_taken in the JSON): BecomeFollower" in unbroken.stdout
+    assert " of walks (states)" in unbroken.stdout
     wrong = run_cli("check-model", "--seed", "3", "--trace-dir", str(tmp_path))
     assert wrong.returncode == 2 and wrong.stderr.strip() == "check-model: error: --seed needs --engine simulate"
 

@@ -108,7 +108,10 @@ def _from_json(f: Field, v: Any) -> Any:
             raise TraceError(f"{f.itf} must be a map")
         if not all(isinstance(p, list) and len(p) == 2 for p in v["#map"]):
             raise TraceError(f"{f.itf} must map record ids to counts")
-        return tuple(sorted((_int(p[0]), _int(p[1])) for p in v["#map"]))
+        pairs = tuple(sorted((_int(p[0]), _int(p[1])) for p in v["#map"]))
+        if len({k for k, _ in pairs}) != len(pairs):
+            raise TraceError(f"{f.itf} maps a record id twice")
+        return pairs
     raise TraceError(f"no ITF form for {f.name}")
 
 

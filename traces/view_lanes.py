@@ -95,8 +95,7 @@ def _producer_facts(cfg: ModelConfig, ps: PartitionState, before: PartitionState
         facts.append(_set("failed", "to retry", ps, before))
         facts.append(_value("retries", "retries", ps, before, f"{ps.retries}/{cfg.retries}"))
     if attempts_bounded(cfg):
-        bound = cfg.delivery_timeout - 1  # retries a record: its attempts less the first
-        each = ", ".join(f"m{i} {dict(ps.resent).get(i, 0)}/{bound}" for i in range(cfg.max_records))
+        each = ", ".join(f"m{i} {dict(ps.resent).get(i, 0)}/{cfg.retries_per_record}" for i in range(cfg.max_records))
         facts.append(_value("resent", "retries a record", ps, before, each))
     if idempotence(cfg):
         facts.append(_set("deduplicated", "duplicates dropped", ps, before))
