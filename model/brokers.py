@@ -32,8 +32,9 @@ cache. They restart as crashed brokers do.
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT, FAULT, Param
-from .fields import (KAFKA, NONE, alive, crashes, disk_losses, eligible_leaders, power_losses, quorum_epoch,
-                     restart_fencing, restarts, stale_epoch_refused, truncate, unflushed)
+from .fields import (KAFKA, NONE, crashes, disk_losses, eligible_leaders, power_losses, restart_fencing, restarts,
+                     stale_epoch_refused, unflushed)
+from .readings import alive, quorum_epoch, truncate
 from .words import fmt_isr, fmt_log
 
 

@@ -28,7 +28,8 @@ before a crash, or jumped over by a reset to latest).
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT, FAULT
-from .fields import KAFKA, NONE, consumer_crashes, offsets, true_leader_is
+from .fields import KAFKA, NONE, consumer_crashes, offsets
+from .readings import true_leader_is
 
 def _before(cfg) -> bool:
     return cfg.commit == "before"

@@ -11,7 +11,7 @@ election on, a live replica outside the ISR may be elected once no live ISR memb
 remains, the deposed last member counting as down.
 
 KRaft with eligible leader replicas (KIP-966, ``--elr``; ``PartitionChangeBuilder`` in
-apache/kafka): every ISR change also updates the ELR (``fields.set_quorum_isr``); the last
+apache/kafka): every ISR change also updates the ELR (``readings.set_quorum_isr``); the last
 ISR member leaves the ISR like any other, for the ELR; when the ISR is empty a live ELR
 member is elected cleanly, its ISR itself alone; when both are empty the last known
 leader is elected, whatever ``unclean.leader.election.enable`` says (an unclean election:
@@ -21,8 +21,8 @@ leader is elected, whatever ``unclean.leader.election.enable`` says (an unclean 
 from __future__ import annotations
 
 from .actions import BROKER
-from .fields import (KAFKA, NONE, alive, can_elect, eligible_leaders, kafka, last_known_leader_is, set_quorum_isr,
-                     unclean_elections)
+from .fields import KAFKA, NONE, eligible_leaders, kafka, unclean_elections
+from .readings import alive, can_elect, last_known_leader_is, set_quorum_isr
 from .words import elr_change, fmt_isr
 
 

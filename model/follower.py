@@ -7,7 +7,8 @@ fetches from itself; ``kip-320`` fetches only within the same epoch (epoch fenci
 from __future__ import annotations
 
 from .actions import BROKER
-from .fields import KAFKA, fenced, leads
+from .fields import KAFKA, fenced
+from .readings import leads
 
 
 def _fetch_words(before, after, a) -> str:

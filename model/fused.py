@@ -178,7 +178,7 @@ def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one fl
         return t
 
     def elr_delta(elr: int, qisr: int, ni: int) -> int:
-        """The ELR's change when the ISR goes from qisr to ni (``fields.set_quorum_isr``)."""
+        """The ELR's change when the ISR goes from qisr to ni (``readings.set_quorum_isr``)."""
         if not elr_on:
             return 0
         nelr = (elr | qisr) & ~ni if POP[ni] < min_isr else 0
@@ -196,7 +196,7 @@ def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one fl
             slots = [(key >> (SLOT_SH[e] - QI_SH)) & SLOT_M for e in range(nle)]
             qlead = SLOT_LEADER[slots[-1]] if nle else -1
             elr = (key >> (ELR_SH - QI_SH)) & N_ISR - 1 if elr_on else 0
-            # with ELR, the leader when the ISR first emptied (``fields.last_known_leader_is``)
+            # with ELR, the leader when the ISR first emptied (``readings.last_known_leader_is``)
             lkl = SLOT_LEADER[slots[-2]] if elr_on and nle >= 2 and not qisr else -1
             # (action, delta, broker that must be alive or -1, brokers that must all be down)
             ctrl: list[tuple[int, int, int, int]] = []

@@ -37,8 +37,9 @@ drops a pending request; the controller refuses one from a leader of an older ep
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT
-from .fields import (KAFKA, NONE, alive, alter_partition, expose, fenced, idempotence, in_maximal_isr, kafka, leads,
-                     producer_requests, retrying, set_quorum_isr, strict_min_isr, true_leader_is)
+from .fields import (KAFKA, NONE, alter_partition, fenced, idempotence, kafka, producer_requests, retrying,
+                     strict_min_isr)
+from .readings import alive, expose, in_maximal_isr, leads, set_quorum_isr, true_leader_is
 from .words import elr_change, fmt_ids, fmt_isr
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from .actions import BROKER, EPOCH
 from .config import Revision
-from .fields import (KAFKA, NONE, alive, anyone_behind, behind, expose, fenced, kafka, leads, quorum_epoch,
-                     truncate)
+from .fields import KAFKA, NONE, fenced, kafka
+from .readings import alive, anyone_behind, behind, expose, leads, quorum_epoch, truncate
 from .words import fmt_isr
 
 

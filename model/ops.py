@@ -148,7 +148,7 @@ class View:
         return self.schema.keeps(name)
 
     def memo(self, key: Any, compute: Callable[[], Value]) -> Value:
-        """A reading derived from the state (``fields.true_leader_is``...), computed once per
+        """A reading derived from the state (``readings.true_leader_is``...), computed once per
         state, or per rows of a batch; after an assignment, computed afresh."""
         if self.updates:
             return compute()

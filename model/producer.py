@@ -28,8 +28,8 @@ is OutOfOrderSequence. The producer retries in sequence order (``insertInSequenc
 from __future__ import annotations
 
 from .actions import BROKER, FAULT, Param
-from .fields import (KAFKA, attempts_bounded, expose, idempotence, in_maximal_isr, leads, producer_requests, retrying,
-                     true_leader_is)
+from .fields import KAFKA, attempts_bounded, idempotence, producer_requests, retrying
+from .readings import expose, in_maximal_isr, leads, true_leader_is
 from .leader import answered, enough_replicas, in_sequence
 from .schema import TALLY_BASE
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import z3
 
-from .fields import true_leader_is
+from .readings import true_leader_is
 from .ops import NONE as NO
 from .symbolic_space import SymState, Z3View
 

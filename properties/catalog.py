@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from isrcheck.model import ModelConfig, ReplicationModel
-from isrcheck.model.fields import (alive, consumer_crashes, idempotence, offsets, quorum_epoch, restarts, retrying,
-                                  true_leader_is, write_quorum)
+from isrcheck.model.fields import consumer_crashes, idempotence, offsets, restarts, retrying, write_quorum
+from isrcheck.model.readings import alive, quorum_epoch, true_leader_is
 from isrcheck.model.ops_int import state_predicate
 
 from . import compiled, delivery, explain

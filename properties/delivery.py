@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from isrcheck.model.fields import true_leader_is
+from isrcheck.model.readings import true_leader_is
 
 from .explain import Diagnosis
 
