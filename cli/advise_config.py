@@ -2,7 +2,8 @@
 
 It sweeps the settings that trade durability for availability (acks, min.insync.replicas,
 unclean leader election, flush.messages when power can fail, enable.idempotence when the
-producer retries, replication.factor within a range), checks every combination with the suite runner (in parallel), and prints each
+producer retries, replication.factor within a range), checks every combination with the
+suite runner (in parallel), and prints each
 guarantee's frontier (``frontier.py``): the cheapest settings that keep it, and the
 verdict, with its trace, that rules out each one a step cheaper. Exit codes: 0 some
 setting keeps every guarantee asked for; 1 none does; 2 usage; 3 interrupted or a check

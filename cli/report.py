@@ -221,9 +221,9 @@ def _never_taken(never: list[str], taken: Any) -> str:
 def _length_histogram(lengths: Any, width: int = 10) -> str:
     """Walks by length in states, in buckets of ``width``: how deep the walks went."""
     total = sum(lengths.values())
-    buckets: dict[int, int] = {}
+    buckets: Counter = Counter()
     for n, walks in lengths.items():
-        buckets[(n - 1) // width] = buckets.get((n - 1) // width, 0) + walks
+        buckets[(n - 1) // width] += walks
     parts = [f"{b * width + 1}-{(b + 1) * width} {100 * w / total:.0f}%" for b, w in sorted(buckets.items())]
     return ", ".join(parts) + " of walks (states)" if total else "none"
 

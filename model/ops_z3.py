@@ -123,7 +123,7 @@ class Z3Ops(Ops):
 
     def digit(self, v: Any, k: int, base: int) -> Any:
         if isinstance(v, int):
-            return v // base ** k % base
+            return super().digit(v, k, base)
         return v / self.c(base ** k) % self.c(base)  # non-negative values: the signed forms are exact
 
     def all_(self, cs: Iterable[Any]) -> Any:

@@ -31,7 +31,7 @@ from .actions import BROKER, FAULT, Param
 from .fields import KAFKA, attempts_bounded, idempotence, producer_requests, retrying
 from .readings import expose, in_maximal_isr, leads, true_leader_is
 from .leader import answered, enough_replicas, in_sequence
-from .schema import TALLY_BASE
+from .schema import TALLY_BASE, Tally
 
 
 def RECORD(name: str = "record") -> Param:
@@ -67,7 +67,7 @@ def _timeout_words(b, a, p) -> str:
     m = f"m{p['record']}"
     if p["record"] in a.failed:
         return f"the producer's request for {m} times out (or fails); {m} is queued to be sent again (retry {a.retries})"
-    attempts = dict(b.resent).get(p["record"], 0) + 1  # with --delivery-timeout: its bound may be what is reached
+    attempts = Tally.count(b.resent, p["record"]) + 1  # with --delivery-timeout: its bound may be what is reached
     after = f" after {attempts} attempts" if attempts > 1 else ""
     return (f"the producer's request for {m} times out (or fails); no retries left{after}: the producer reports {m} "
             f"as failed")

@@ -200,6 +200,11 @@ class Tally(Kind):
             raise ValueError(f"counts are 1 to {TALLY_BASE - 1} per record")
         return sum(c * TALLY_BASE ** k for k, c in dict(value).items())
 
+    @staticmethod
+    def count(value: tuple[tuple[int, int], ...], k: int) -> int:
+        """Record k's count in a readable value (0 where it is not listed)."""
+        return dict(value).get(k, 0)
+
     def readable(self, view: int) -> tuple[tuple[int, int], ...]:
         out, k = [], 0
         while view:

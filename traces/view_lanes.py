@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from isrcheck.model import Action, ModelConfig, PartitionState
 from isrcheck.model.fields import attempts_bounded, consumer_crashes, idempotence, offsets, producer_requests, retrying
+from isrcheck.model.schema import Tally
 
 PRODUCER, CONSUMER = "producer", "consumer"
 
@@ -95,7 +96,7 @@ def _producer_facts(cfg: ModelConfig, ps: PartitionState, before: PartitionState
         facts.append(_set("failed", "to retry", ps, before))
         facts.append(_value("retries", "retries", ps, before, f"{ps.retries}/{cfg.retries}"))
     if attempts_bounded(cfg):
-        each = ", ".join(f"m{i} {dict(ps.resent).get(i, 0)}/{cfg.retries_per_record}" for i in range(cfg.max_records))
+        each = ", ".join(f"m{i} {Tally.count(ps.resent, i)}/{cfg.retries_per_record}" for i in range(cfg.max_records))
         facts.append(_value("resent", "retries a record", ps, before, each))
     if idempotence(cfg):
         facts.append(_set("deduplicated", "duplicates dropped", ps, before))
