@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 from functools import cached_property
-from math import factorial
 from typing import Any, Callable, Protocol as Interface
 
 from .actions import Action, Catalogue
@@ -160,10 +159,7 @@ class Model:
 
     @cached_property
     def symmetry(self) -> Symmetry:
-        L = self.layout
-        self.require_room(SYMMETRY_ENTRY * (factorial(L.rf) + L.rf) * L.n_meta, "symmetry ",
-                          "--rf or --max-leader-epoch, or use --no-symmetry")
-        return _WatchedSymmetry(L, self.tick)
+        return Symmetry(self.layout)  # its tables fill on demand: nothing to check against the limits
 
     # -- readable states ---------------------------------------------------------------------
     def decode(self, state: int) -> Any:
@@ -175,21 +171,3 @@ class Model:
     def __reduce__(self):
         # pickled by protocol name and configuration (tables and closures are rebuilt): Spark executors
         return (model_for, (self.protocol.name, self.config))
-
-
-# bytes per entry of the symmetry's tables (a relabelled meta index per permutation, a
-# signature per replica: an int object and a pointer each), measured at 39 to 42 at rf 4 to 6
-SYMMETRY_ENTRY = 42
-
-
-class _WatchedSymmetry(Symmetry):
-    """The symmetry tables, built with a look at the run's limits before each permutation's
-    relabelled metas (the bulk of them: factorial(rf) lists as long as the metas)."""
-
-    def __init__(self, layout: Layout, tick: Callable[[], None]) -> None:
-        self._tick = tick
-        super().__init__(layout)
-
-    def _relabelled_metas(self, kept: list, perm: tuple[int, ...]) -> list[int]:
-        self._tick()
-        return super()._relabelled_metas(kept, perm)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import permutations, product
-from math import factorial
+from math import factorial, prod
 
 from .layout import Layout, replica_reader
 from .schema import Brokers, RequestsKind, relabel_mask
@@ -69,41 +69,50 @@ class Symmetry:
         kept = [f for f in L.meta_fields if f.kept(cfg)]
         self.meta_perm = [self._relabelled_metas(kept, p) for p in self.perms]
         # Identity-free signature of a replica's meta, per position: each field's code, but a
-        # broker only as none/self/other and a set of brokers only as (contains self, size).
-        # Field by field over whole columns (no NumPy here: the Spark executors' scalar tasks
-        # import this module without it).
-        self.sig_meta = []
-        for r in range(rf):
-            sig = [0] * L.n_meta
-            for f in kept:
-                codes = L.meta_code[f.name]
-                if isinstance(f.kind, Brokers):
-                    part = [(c >> r & 1) * (rf + 1) + L.popcount[c] for c in range(L.radix[f.name])]
-                    scale = 2 * (rf + 1)
-                elif f.kind.brokers:  # one broker or none, coded leader + 1
-                    part = [0 if c == 0 else 1 if c - 1 == r else 2 for c in range(L.radix[f.name])]
-                    scale = 3
-                else:
-                    part, scale = list(range(L.radix[f.name])), L.radix[f.name]
-                sig = [v * scale + part[c] for v, c in zip(sig, codes)]
-            self.sig_meta.append(sig)
-        self.sig_shift = max(max(t) for t in self.sig_meta).bit_length()
+        # broker only as none/self/other and a set of brokers only as (contains self, size),
+        # computed per meta index on first use (no NumPy here: the Spark executors' scalar
+        # tasks import this module without it).
+        self.sig_meta = [_Memo(partial(_signature, self._signature_parts(kept, r))) for r in range(rf)]
+        scales = [scale for _, _, _, scale in self._signature_parts(kept, 0)]
+        self.sig_shift = (prod(scales) - 1).bit_length()
         self.full_group = factorial(rf)
         self._shared_block()
         self._build()
 
-    def _relabelled_metas(self, kept: list, perm: tuple[int, ...]) -> list[int]:
-        """Per meta index, the meta index with its broker fields relabelled by ``perm``."""
-        L = self.layout
-        out = [0] * L.n_meta
+    def _signature_parts(self, kept: list, r: int) -> list[tuple[int, int, list[int], int]]:
+        """Per kept meta field: its unit and radix in the meta index, the signature part of each
+        of its codes seen from replica ``r``, and how many parts there are."""
+        L, rf = self.layout, self.rf
+        parts = []
         for f in kept:
-            unit = L.unit[f.name]
-            if f.kind.brokers:
-                moved = [f.kind.relabel(c, perm) * unit for c in range(L.radix[f.name])]
+            n = L.radix[f.name]
+            if isinstance(f.kind, Brokers):
+                part = [(c >> r & 1) * (rf + 1) + L.popcount[c] for c in range(n)]
+                scale = 2 * (rf + 1)
+            elif f.kind.brokers:  # one broker or none, coded leader + 1
+                part = [0 if c == 0 else 1 if c - 1 == r else 2 for c in range(n)]
+                scale = 3
             else:
-                moved = [c * unit for c in range(L.radix[f.name])]
-            out = [o + moved[c] for o, c in zip(out, L.meta_code[f.name])]
-        return out
+                part, scale = list(range(n)), n
+            parts.append((L.unit[f.name], n, part, scale))
+        return parts
+
+    def _relabelled_metas(self, kept: list, perm: tuple[int, ...]) -> _Memo:
+        """Meta index -> the meta index with its broker fields relabelled by ``perm``, computed on
+        first use: a table per permutation would hold rf! * n_meta entries (9 GB at rf 6 on
+        4.1, whose AlterPartition proposal multiplies the metas by rf + 1), while a search
+        meets a small part of them."""
+        L = self.layout
+        moves = [(L.unit[f.name], L.radix[f.name], [f.kind.relabel(c, perm) for c in range(L.radix[f.name])])
+                 for f in kept if f.kind.brokers]
+
+        def relabel(meta: int) -> int:
+            for unit, radix, moved in moves:
+                c = meta // unit % radix
+                meta += (moved[c] - c) * unit
+            return meta
+
+        return _Memo(relabel)
 
     def _shared_block(self) -> None:
         """The shared bits that name brokers (the quorum ISR and the requests: the controller's
@@ -207,10 +216,17 @@ class Symmetry:
         return self._apply(state, tuple(order), tuple(L.local(state, r) for r in range(self.rf)))
 
 
+def _signature(parts: list[tuple[int, int, list[int], int]], meta: int) -> int:
+    sig = 0
+    for unit, radix, part, scale in parts:
+        sig = sig * scale + part[meta // unit % radix]
+    return sig
+
+
 class _SigTable(dict):
     """local index -> identity-free signature (log, then the meta signature), filled on demand."""
 
-    def __init__(self, sig_meta: list[int], sig_shift: int, meta_bits: int, meta_mask: int) -> None:
+    def __init__(self, sig_meta: _Memo, sig_shift: int, meta_bits: int, meta_mask: int) -> None:
         super().__init__()
         self.sig_meta, self.sig_shift, self.meta_bits, self.meta_mask = sig_meta, sig_shift, meta_bits, meta_mask
 
