@@ -197,7 +197,11 @@ def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one fl
             qlead = SLOT_LEADER[slots[-1]] if nle else -1
             elr = (key >> (ELR_SH - QI_SH)) & N_ISR - 1 if elr_on else 0
             # with ELR, the leader when the ISR first emptied (``readings.last_known_leader_is``)
-            lkl = SLOT_LEADER[slots[-2]] if elr_on and nle >= 2 and not qisr else -1
+            lkl = -1
+            if elr_on and nle >= 2 and not qisr:  # ... or its sole ISR member when it had no leader
+                lkl = SLOT_LEADER[slots[-2]]
+                if lkl < 0 and len(MEMBERS[SLOT_ISR[slots[-2]]]) == 1:
+                    lkl = MEMBERS[SLOT_ISR[slots[-2]]][0]
             # (action, delta, broker that must be alive or -1, brokers that must all be down)
             ctrl: list[tuple[int, int, int, int]] = []
             unclean_moves: list[tuple[int, int, int]] = []

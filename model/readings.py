@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fields import unflushed
+from .fields import NONE, unflushed
 
 
 def alive(s: Any, r: int) -> Any:
@@ -89,9 +89,18 @@ def set_quorum_isr(s: Any, x: Any, new: Any) -> None:
 def last_known_leader_is(s: Any, x: Any, b: int) -> Any:
     """With ELR: broker b led when a change first emptied the ISR (``lastKnownElr``, which
     KIP-966's code keeps as the last leader). Only a controller request empties the ISR, and
-    none follows while it stays empty, so b is the leader of the request before the newest."""
+    none follows while it stays empty, so b is the leader of the request before the newest,
+    or, where that request named no leader, its sole ISR member: Kafka elects a leaderless
+    partition's live ISR member in the same change (and creates a partition with a leader),
+    so the member removed last had led in Kafka's order of the same events."""
     R = s.requests
-    return s.memo(("last_known_leader", b), lambda: x.and_(x.sent(R) >= 2, x.leader_of(R, x.sent(R) - 2) == b))
+
+    def reading() -> Any:
+        before = x.sent(R) - 2
+        leader = x.leader_of(R, before)
+        return x.and_(x.sent(R) >= 2, x.or_(leader == b, x.and_(leader == NONE, x.only(x.isr_of(R, before), b))))
+
+    return s.memo(("last_known_leader", b), reading)
 
 
 def expose(s: Any, x: Any, ids: Any, by_true_leader: Any) -> None:
