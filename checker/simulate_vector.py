@@ -29,6 +29,7 @@ LOG_ROWS = 4_000_000  # steps kept for reading paths back and for restarts (28 b
 class VectorWalks:
     def __init__(self, sim: Any, kernel: Any, width: int) -> None:
         self.sim, self.kernel, self.width = sim, kernel, width
+        self.limit: int | None = None  # --walks, once run() knows it
         self.rng = np.random.default_rng(sim.engine.seed)
         self.family = np.asarray(sim.family_of, dtype=np.int64)
         self.checks = [(p, kernel.predicate(p), always) for p, _, always in sim.checks]
@@ -60,6 +61,7 @@ class VectorWalks:
         """Walk until every property is decided (and enough paths are found to shrink), the
         walk limit, a time or memory limit, or Ctrl-C; the reason it stopped, '' if none."""
         sim, c = self.sim, self.sim.coverage
+        self.limit = limit
         next_report = sim.started + sim.options.progress_interval
         if sim.depth <= 1:  # --max-depth 1: the initial state alone, checked already
             return ""
@@ -140,8 +142,10 @@ class VectorWalks:
         c = self.sim.coverage
         if not len(ended):
             return
-        c.lengths.update(self.log_depth[self.current[ended]].tolist())
-        c.walks += len(ended)
+        # lanes end together: past --walks, the walks that ended in the same step are not counted
+        counted = ended if self.limit is None else ended[:max(0, self.limit - c.walks)]
+        c.lengths.update(self.log_depth[self.current[counted]].tolist())
+        c.walks += len(counted)
         anywhere = self.rng.random(len(ended)) < self.sim.engine.restart
         starts = np.where(anywhere, self.rng.integers(0, self.rows, len(ended)), 0)
         starts[self.log_depth[starts] >= self.sim.depth] = 0  # a state at the depth bound: from the start

@@ -63,7 +63,13 @@ def test_spark_local_agrees_with_bfs_with_elr():
 def test_4_1_keeps_the_elr_for_a_new_cluster_and_4_0_does_not():
     assert ModelConfig(kafka_version="4.1").elr and not ModelConfig(kafka_version="4.0").elr
     assert not ModelConfig(kafka_version="4.1", elr=False).elr
-    assert not ModelConfig().elr and ModelConfig().kafka_version == "3.9"
+    assert ModelConfig().elr and ModelConfig().kraft and ModelConfig().kafka_version == "4.1"  # the default
+    # a controller mode and an ELR that were the release's defaults follow the release
+    older = ModelConfig().with_changes(kafka_version="3.9")
+    assert (older.kraft, older.elr) == (False, False)
+    assert ModelConfig(kafka_version="3.9", kraft=True).with_changes(kafka_version="3.8").kraft
+    assert not ModelConfig().with_changes(kafka_version="4.0").elr
+    assert ModelConfig(kafka_version="4.0", elr=True).with_changes(kafka_version="4.1").elr
 
 
 def test_as_many_unclean_shutdowns_as_min_isr_lose_a_record_through_the_last_known_leader():
@@ -78,6 +84,26 @@ def test_as_many_unclean_shutdowns_as_min_isr_lose_a_record_through_the_last_kno
     steps = [model.catalogue[a].name for a in result.by_name("committed-survive").path.actions]
     assert "ControllerElectLastLeader" in steps and "ControllerUncleanElect" not in steps
     assert steps.count("BrokerCrash") == 1 and steps.count("BrokerCrashDiskLoss") == 1
+
+
+@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+def test_a_partition_whose_isr_emptied_before_any_leader_comes_back_through_its_last_member(kernel):
+    """The model's partition starts without a leader, so the controller can empty the ISR
+    before electing one (min-isr 1); Kafka creates a partition with a leader and elects a
+    leaderless partition's live ISR member in the same change, so the member removed last
+    is the last known leader (lastKnownElr). Without that reading the partition stayed
+    leaderless for ever after its restart: hwm-progress broke in 5 states."""
+    config = ModelConfig(rf=2, min_isr=1, kafka_version="4.1")
+    result = run_bfs(config, ["hwm-progress", "rejoins-isr"], kernel=kernel, symmetry=True)
+    assert [result.by_name(p).status for p in ("hwm-progress", "rejoins-isr")] == ["holds", "holds"]
+    model = ReplicationModel(config)
+    state = model.init_states()[0]
+    for name, params in [("ControllerShrinkIsr", {"replica": 0}), ("ControllerShrinkIsr", {"replica": 1}),
+                         ("BrokerCrash", {"replica": 1}), ("BrokerRestart", {"replica": 1})]:
+        state = model.step(state, model.catalogue.lookup(name, params))
+        assert state is not None, name
+    elect = model.catalogue.lookup("ControllerElectLastLeader", {"leader": 1})
+    assert elect in [a for a, _ in model.successors(state)]
 
 
 def test_with_elr_an_unclean_election_waits_for_the_eligible_replicas():
