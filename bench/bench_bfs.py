@@ -29,7 +29,7 @@ CONFIGS = {
     "kip279-rf2": ["--core", "--protocol", "kip-279", "--rf", "2", "--no-symmetry", "--continue"],
     "kip320-rf3": ["--core", "--protocol", "kip-320", "--rf", "3", "--no-symmetry", "--continue"],
     "kip320-rf3-sym": ["--core", "--protocol", "kip-320", "--rf", "3", "--symmetry", "--continue"],
-    "main-job": ["--rf", "3", "--min-isr", "2"],
+    "main-job": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.9"],  # 3.9: figures compare across sessions
 }
 
 # The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel,

@@ -181,10 +181,17 @@ class ModelConfig:
         return self.max_records + copies
 
     def with_changes(self, **changes: Any) -> "ModelConfig":
-        """A copy with these fields changed; a log size that was the producer's default follows it."""
+        """A copy with these fields changed; a log size that was the producer's default follows it,
+        and so do a controller mode and an ELR that were the release's defaults, when the release changes."""
         producer = {"retries", "idempotent", "acks", "kafka_version", "max_in_flight", "delivery_timeout"}
         if producer & set(changes) and "log_size" not in changes and self.log_size == self.default_log_size:
             changes["log_size"] = None
+        release = self.release
+        if "kafka_version" in changes and release is not None:
+            if "kraft" not in changes and self.kraft == (release.kraft == "only"):
+                changes["kraft"] = None
+            if "elr" not in changes and self.elr == (release.elr_default and bool(self.kraft)):
+                changes["elr"] = None
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:

@@ -10,7 +10,8 @@ The controller is ZooKeeper's to 3.2. From 3.3 (KIP-833) a cluster may run in KR
 mode instead (``--kraft``), and from 4.0 only in KRaft mode, whose controller may keep
 eligible leader replicas (KIP-966, ``--elr``: off by default in 4.0, on for a new 4.1
 cluster). In KRaft mode the leader's ISR change is an AlterPartition request (KIP-497).
-The default release stays 3.9 in ZooKeeper mode (``DEFAULT``): see docs/kafka-versions.md.
+The default release is the newest modelled one, 4.1 (``DEFAULT``): KRaft with eligible
+leader replicas, what a new cluster runs; see docs/kafka-versions.md.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ RELEASES: tuple[Release, ...] = (
 BY_VERSION = {r.version: r for r in RELEASES}
 VERSIONS = tuple(BY_VERSION)
 NEWEST = RELEASES[-1].version
-DEFAULT = "3.9"  # the newest release whose controller the model follows in full (see the module docstring)
+DEFAULT = NEWEST  # what a new cluster runs today; older releases are checked when named
 # patch releases whose rules differ from their line's first release, which the model does not have
 PATCH_CHANGES = {
     "2.0": (1, "backported KAFKA-7128 (a follower joins the ISR only once it reached the leader's epoch start), "

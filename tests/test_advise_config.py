@@ -5,7 +5,10 @@ Expected outcomes, written from Kafka's documents before the runs:
   record), so acks=all is needed to keep them; with clean election and one crash that keeps
   its disk, min.insync.replicas=1 is enough (the last ISR member comes back with its log).
 - Unclean election can elect a replica without the committed records (the documentation
-  of unclean.leader.election.enable), so it rules out "committed records survive".
+  of unclean.leader.election.enable), so it rules out "committed records survive"; on 4.1
+  (the default) only with min.insync.replicas=1: from 2 up, a replica that leaves the ISR
+  below min ISR stays an eligible leader replica (KIP-966), and the controller elects it
+  cleanly before it would elect uncleanly.
 - min.insync.replicas=3 with rf 3 stops acks=all writes as soon as one broker is down
   (NotEnoughReplicas): writes are no longer acknowledged.
 - A lost disk on a broker that stays in the ISR in ZooKeeper mode: the controller can
@@ -71,12 +74,14 @@ def test_advice_for_one_crash_names_acks_all_and_a_trace_for_each_cheaper_settin
         trace = load_checked(r["trace_file"])
         assert trace.property_name == "acked-survive" and len(trace.steps) == r["trace_length"]
     committed = guarantees["committed"]
-    assert all(f["unclean.leader.election.enable"] == "false" or f["min.insync.replicas"] == "3"
+    assert all(f["unclean.leader.election.enable"] == "false" or f["min.insync.replicas"] != "1"
                for f in committed["frontier"])
+    assert {"acks": "0", "min.insync.replicas": "2", "unclean.leader.election.enable": "true"} in committed["frontier"]
     writable = {json.dumps(r["settings"], sort_keys=True): r for r in guarantees["writable"]["ruled_out"]}
     strict = {"acks": "all", "min.insync.replicas": "3", "unclean.leader.election.enable": "false"}
     assert "writes stop" in writable[json.dumps(strict, sort_keys=True)]["says"]
-    assert advice["recommended"] == [{"acks": "all", "min.insync.replicas": "1", "unclean.leader.election.enable": "false"}]
+    recommended = [(r["acks"], r["min.insync.replicas"], r["unclean.leader.election.enable"]) for r in advice["recommended"]]
+    assert recommended == [("all", "1", "false"), ("all", "2", "true")]
     assert "acks=all, min.insync.replicas=1" in advice["verdict_text"]
 
 
@@ -96,7 +101,7 @@ def test_advice_agrees_with_check_model_on_each_ruled_out_setting(tmp_path):
 
 def test_a_lost_disk_in_zookeeper_mode_leaves_no_setting_that_keeps_committed_records(tmp_path):
     proc = run_cli("advise-config", "--disk-loss", "1", "--guarantee", "committed",  # two records: the story needs them
-                   "--trace-dir", str(tmp_path))
+                   "--kafka-version", "3.9", "--trace-dir", str(tmp_path))
     assert proc.returncode == 1, proc.stderr
     assert "no setting swept keeps it" in proc.stdout
     assert "committed records can be lost" in proc.stdout
@@ -105,9 +110,9 @@ def test_a_lost_disk_in_zookeeper_mode_leaves_no_setting_that_keeps_committed_re
 def test_the_text_advice_ends_in_plain_words(tmp_path):
     proc = run_cli("advise-config", *SMALL, "--guarantee", "writable", "--trace-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.startswith("advise-config: Kafka 3.9, up to 1 broker crash")
+    assert proc.stderr.startswith("advise-config: Kafka 4.1, up to 1 broker crash")
     assert "[18/18]" in proc.stderr and "enable.idempotence" not in proc.stderr  # swept only with --retries
-    assert proc.stdout.strip().splitlines()[-1].startswith("In plain words, with Kafka 3.9")
+    assert proc.stdout.strip().splitlines()[-1].startswith("In plain words, with Kafka 4.1")
 
 
 def test_with_retries_idempotence_is_swept_and_only_it_keeps_records_written_once(tmp_path):

@@ -82,8 +82,9 @@ def test_the_main_job_has_no_consumer_group():
 
 @pytest.mark.parametrize("commit, expected", [("before", (10, None)), ("after", (None, 12))])
 def test_rf3_vector_and_z3_agree_on_the_consumer(commit, expected):
-    config = ModelConfig(rf=3, crashes=0, commit=commit, consumer_crashes=1, auto_offset_reset="earliest",
-                         max_records=1, max_leader_epoch=1)
+    # 3.9 (ZooKeeper): on 4.1 an ISR change goes through the KRaft controller, one step longer
+    config = ModelConfig(rf=3, kafka_version="3.9", crashes=0, commit=commit, consumer_crashes=1,
+                         auto_offset_reset="earliest", max_records=1, max_leader_epoch=1)
     vector = run_bfs(config, PROPS)
     assert _found(vector) == expected
     z3 = run_z3(config, PROPS, max_depth=12)

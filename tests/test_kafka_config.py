@@ -26,7 +26,7 @@ def test_kafka_keys_are_the_options_they_name(tmp_path):
     assert by_keys["states"] == by_options["states"]
     assert by_keys["config"]["kafka_config"] == {
         "replication.factor": "2", "min.insync.replicas": "2", "unclean.leader.election.enable": "true",
-        "flush.messages": "1", "acks": "all",
+        "flush.messages": "1", "acks": "all", "eligible.leader.replicas.version": "1",  # 4.1's default
     }
 
 
@@ -34,7 +34,7 @@ def test_the_report_echoes_the_configuration_in_kafkas_words(tmp_path):
     proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", *SMALL, "--trace-dir", str(tmp_path))
     assert proc.stdout.splitlines()[1] == (
         "kafka: replication.factor=3, min.insync.replicas=2, unclean.leader.election.enable=false, "
-        "flush.messages=unset, acks=all")
+        "flush.messages=unset, acks=all, eligible.leader.replicas.version=1")
 
 
 DESCRIBE_TOPICS = (

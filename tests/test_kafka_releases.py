@@ -31,8 +31,9 @@ PAIRS = {
     # a power loss loses what the page cache held; flush.messages=1 leaves nothing there
     "flush rf 2": (ModelConfig(rf=2, crashes=0, power_loss=1), {"flush": "always"}, "committed-stored",
                    ("violated", 7), ("holds", None)),
-    "flush rf 3": (ModelConfig(rf=3, min_isr=2, crashes=0, power_loss=1, max_records=1), {"flush": "always"},
-                   "committed-survive", ("violated", 13), ("holds", None)),
+    # 3.9: on 4.1 the eligible leader replicas survive one power loss at rf 3 (tests/test_kraft.py)
+    "flush rf 3": (ModelConfig(rf=3, min_isr=2, crashes=0, power_loss=1, max_records=1, kafka_version="3.9"),
+                   {"flush": "always"}, "committed-survive", ("violated", 13), ("holds", None)),
 }
 
 
@@ -100,10 +101,11 @@ def test_a_zone_outage_takes_several_brokers_in_one_step():
 
 def test_committed_stored_tells_lost_data_apart_from_no_leader_since():
     """One disk lost at rf 2, min-isr 1: the only copy is gone at 7 states, while
-    committed-survive needs a leader elected without it, 11 states."""
+    committed-survive needs a leader elected without it, 12 states on 4.1 (11 on 3.9,
+    whose ZooKeeper-mode leader needs no AlterPartition round trip)."""
     result = run_bfs(ModelConfig(rf=2, disk_loss=1), ["committed-survive", "committed-stored"])
     assert _outcome(result, "committed-stored") == ("violated", 7)
-    assert _outcome(result, "committed-survive") == ("violated", 11)
+    assert _outcome(result, "committed-survive") == ("violated", 12)
 
 
 def test_a_release_is_named_by_its_line_and_a_patch_release_shares_its_rules():

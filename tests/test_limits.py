@@ -76,7 +76,7 @@ def test_the_issue_configuration_is_refused_at_once_with_the_estimate():
     proc = capped(*ISSUE_1)
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert proc.stderr.splitlines() == [
-        "check-model: error: this configuration needs about 17.3 GB of tables, more than the memory limit leaves "
+        "check-model: error: this configuration needs about 17.6 GB of tables, more than the memory limit leaves "
         "(1.9 GB); lower --max-records, --log-size or --max-leader-epoch"]
     assert time.monotonic() - started < 20
 
@@ -92,7 +92,7 @@ def test_a_refusal_is_a_configuration_error_raised_before_any_table_is_built(mon
     from isrcheck.model import machine
 
     monkeypatch.setattr(machine, "Layout", lambda *a: pytest.fail("a table was built"))
-    with pytest.raises(TablesTooLarge, match="needs about 17.3 GB of tables") as caught:
+    with pytest.raises(TablesTooLarge, match="needs about 17.6 GB of tables") as caught:
         ReplicationModel(ModelConfig(rf=5, max_records=5, max_leader_epoch=5, crashes=3), FakeLimits(room=2 << 30))
     assert isinstance(caught.value, ConfigError)  # what check-model and check-suite turn into exit 2
 

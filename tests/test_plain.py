@@ -31,8 +31,9 @@ def test_a_question_answered_never_reads_as_the_answer_and_passes(tmp_path):
         in proc.stdout
     assert "vacuous" not in proc.stdout
     assert proc.stdout.rstrip().splitlines()[-1] == (
-        "In plain words, with Kafka 3.9, replication.factor=3, min.insync.replicas=3, "
-        "unclean.leader.election.enable=false, flush.messages=unset, acks=all, up to 1 broker crash, "
+        "In plain words, with Kafka 4.1, replication.factor=3, min.insync.replicas=3, "
+        "unclean.leader.election.enable=false, flush.messages=unset, acks=all, eligible.leader.replicas.version=1, "
+        "up to 1 broker crash, "
         "within the bounds checked: writes stop being acknowledged while a broker is down.")
     cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
     assert [c.find("failure") for c in cases] == [None]
@@ -83,5 +84,5 @@ def test_with_progress_the_configuration_comes_first(tmp_path):
                    "--progress", "--trace-dir", str(tmp_path))  # the scalar kernel reports each level
     first = proc.stderr.splitlines()[:3]
     assert first[2].startswith("  ... 1 distinct states")
-    assert first[0].startswith("isrcheck: protocol kip-320, rf 3, Kafka 3.9") and first[1].startswith("kafka: ")
+    assert first[0].startswith("isrcheck: protocol kip-320, rf 3, Kafka 4.1") and first[1].startswith("kafka: ")
     assert proc.stdout.splitlines()[0] == first[0]  # and the report says it again, for the record

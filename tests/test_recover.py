@@ -32,7 +32,7 @@ from isrcheck.traces.view_data import check_trace
 from .clitools import run_cli, run_json
 from .conftest import run_bfs
 
-OFFLINE = ModelConfig(rf=2, min_isr=1, crashes=1, restarts=False)
+OFFLINE = ModelConfig(rf=2, min_isr=1, crashes=1, restarts=False, kafka_version="3.9")  # ZooKeeper mode
 CAN_RECOVER = BY_NAME["can-recover"]
 
 
@@ -59,7 +59,7 @@ def test_the_same_stuck_state_is_found_whatever_the_epoch_bound():
 
 
 def test_unclean_election_recovers_and_pays_in_committed_records():
-    config = ModelConfig(rf=3, min_isr=2, crashes=1, restarts=False, unclean_election=True)
+    config = ModelConfig(rf=3, min_isr=2, crashes=1, restarts=False, unclean_election=True, kafka_version="3.9")
     result = run_bfs(config, ["can-recover", "committed-survive"], workers=1, symmetry=True)
     assert result.by_name("can-recover").status == "holds"
     assert result.by_name("committed-survive").status == "violated"
@@ -67,6 +67,18 @@ def test_unclean_election_recovers_and_pays_in_committed_records():
                     symmetry=True)
     assert clean.by_name("can-recover").status == "violated"
     assert clean.by_name("committed-survive").status == "holds"
+
+
+def test_on_4_1_an_eligible_leader_replica_brings_the_partition_back_cleanly():
+    """Expected from KIP-966 before the run: the replica that left the ISR below min-isr stays
+    eligible, so when the last ISR member fails for good the controller elects it cleanly
+    (3.9 stays offline, above): can-recover holds and no committed record is lost."""
+    config = ModelConfig(rf=3, min_isr=2, crashes=1, restarts=False, max_records=1)
+    assert config.kafka_version == "4.1" and config.elr
+    result = run_bfs(config, ["can-recover", "committed-survive"], workers=1, symmetry=True)
+    assert [result.by_name(p).status for p in ("can-recover", "committed-survive")] == ["holds", "holds"]
+    offline = run_bfs(config.with_changes(kafka_version="3.9"), ["can-recover"], workers=1, symmetry=True)
+    assert offline.by_name("can-recover").status == "violated"
 
 
 def test_restarted_brokers_bring_the_partition_back():

@@ -66,7 +66,7 @@ def test_without_a_properties_list_a_check_runs_only_the_expected_properties(tmp
     suite = load(tmp_path, '[[check]]\nrf = 2\nexpect = { strong-isr = "holds", weak-isr = "holds" }\n')
     (check,) = suite.checks
     assert check.properties == ("strong-isr", "weak-isr")
-    assert check.name == "kip-320-rf2-kafka3.9-acksall-minisr1-crashes1"
+    assert check.name == "kip-320-rf2-kafka4.1-acksall-minisr1-crashes1"
 
 
 def test_all_checks_every_property_that_applies(tmp_path):

@@ -50,7 +50,7 @@ def test_the_markdown_table_lays_out_each_configuration_against_durability_and_a
                                                    "--trace-dir", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     table = result.stdout.splitlines()
-    assert table[0] == ("All rows: protocol kip-320, rf 2, Kafka 3.9, clean election, 1 broker crash, "
+    assert table[0] == ("All rows: protocol kip-320, rf 2, Kafka 4.1, clean election, 1 broker crash, KRaft, ELR on, "
                         "bounds max-records 1, log-size 1, max-leader-epoch 2, engine bfs.")
     assert table[2] == "| min-isr | acks | acked-survive | writes with one broker down | seconds |"
     rows = [line for line in table[4:] if line.startswith("| ")]

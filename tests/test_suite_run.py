@@ -101,7 +101,7 @@ def test_on_github_actions_an_unmet_expectation_is_an_error_annotation_on_its_li
     assert annotation.startswith(f"::error file={suite},line=8,title=isrcheck%3A acks=1 is believed safe%3A acked-survive::")
     assert annotation.endswith("expected holds, got violated in 6 states; "
                                "trace traces-out/suite/acks=1-is-believed-safe/"
-                               "kip-320-rf2-kafka3.9-acks1-minisr1-crashes1-acked-survive-counterexample.itf.json")
+                               "kip-320-rf2-kafka4.1-acks1-minisr1-crashes1-acked-survive-counterexample.itf.json")
 
 
 def test_a_shorter_bound_than_the_shortest_counterexample_is_not_met(tmp_path):

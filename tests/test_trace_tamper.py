@@ -34,8 +34,8 @@ def kip101_data(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def kafka_data(tmp_path_factory) -> dict:
-    """A Kafka-model counterexample (rf 2, a disk loss): committed-survive breaks at state 10,
-    committed-stored already at state 7, consumer-reads is witnessed from state 5 on."""
+    """A Kafka-model counterexample (rf 2, a disk loss, 4.1): committed-survive breaks at state 11,
+    committed-stored already at state 8, consumer-reads is witnessed from state 6 on."""
     trace = checked_trace(DISK_LOSS, "committed-survive", symmetry=True)
     return json.loads(itf.save(trace, tmp_path_factory.mktemp("kafka") / "t.itf.json").read_text())
 
@@ -94,8 +94,8 @@ def test_a_swapped_property_is_refused(tmp_path, kafka_data):
     doc = kafka_data["#meta"]["isrcheck"]["doc"]  # the name swapped, the doc left: the doc gives it away
     refuse(tmp_path, kafka_data, swap("acked-survive", doc), "#meta.isrcheck.doc is not what its replay writes")
     # name and doc swapped for a property that an earlier state already decides: a checker stops there
-    refuse(tmp_path, kafka_data, swap("committed-stored"), "state 7 already violates committed-stored")
-    refuse(tmp_path, kafka_data, swap("consumer-reads"), "state 5 already witnesses consumer-reads")
+    refuse(tmp_path, kafka_data, swap("committed-stored"), "state 8 already violates committed-stored")
+    refuse(tmp_path, kafka_data, swap("consumer-reads"), "state 6 already witnesses consumer-reads")
 
 
 def test_a_trace_that_goes_on_past_its_violation_is_refused(tmp_path):

@@ -324,9 +324,9 @@ def test_the_overview_shows_every_steps_hwm_leo_and_isr(browser, tmp_path, kip10
     assert o["current"] == [str(last)] and o["currentCells"] == o["rowCount"]  # every cell of the column
     assert o["marks"] == [""] * last + ["✗"] and o["failing"] == [str(last)] and o["loop"] == []
     assert o["currentInSight"] and not o["scrolls"]
-    if which == "kafka":  # the crash and the disk loss: broker 0 down at step 7 with an empty log
+    if which == "kafka":  # the crash and the disk loss: broker 0 down at step 8 with an empty log (4.1)
         crashed = [i for i, (mark, _) in enumerate(o["rows"]["b0 isr"]) if mark == "×"]
-        assert crashed == [7] and o["rows"]["b0 leo"][6:8] == ["1", "0"]
+        assert crashed == [8] and o["rows"]["b0 leo"][7:9] == ["1", "0"]
     browser.screenshot(artifact(f"overview-{which}.png"))
     assert browser.exceptions() == []
 
