@@ -16,7 +16,7 @@ from .configs import CORE_RF2
 CONFIGS = [
     *CORE_RF2,
     ModelConfig(rf=3, protocol="kip-279", core=True, max_records=1, max_leader_epoch=1),
-    ModelConfig(rf=3, min_isr=2, max_records=1, disk_loss=1),
+    ModelConfig(rf=3, min_isr=2, max_records=1, disk_loss=1, kafka_version="3.9"),  # the next one is on 4.1
     ModelConfig(rf=3, min_isr=1, acks="1", max_records=1, unclean_election=True),
 ]
 
