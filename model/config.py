@@ -101,9 +101,9 @@ class ModelConfig:
             return
         object.__setattr__(self, "kafka_version", release.version)
         if self.kraft is None:
-            object.__setattr__(self, "kraft", release.kraft == "only")
+            object.__setattr__(self, "kraft", release.default_kraft)
         if self.elr is None:
-            object.__setattr__(self, "elr", release.elr_default and bool(self.kraft))
+            object.__setattr__(self, "elr", release.default_elr(bool(self.kraft)))
         if self.protocol is None:
             object.__setattr__(self, "protocol", release.revision)
 
@@ -188,9 +188,9 @@ class ModelConfig:
             changes["log_size"] = None
         release = self.release
         if "kafka_version" in changes and release is not None:
-            if "kraft" not in changes and self.kraft == (release.kraft == "only"):
+            if "kraft" not in changes and self.kraft == release.default_kraft:
                 changes["kraft"] = None
-            if "elr" not in changes and self.elr == (release.elr_default and bool(self.kraft)):
+            if "elr" not in changes and self.elr == release.default_elr(bool(self.kraft)):
                 changes["elr"] = None
         return replace(self, **changes)
 

@@ -199,9 +199,9 @@ def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one fl
             # with ELR, the leader when the ISR first emptied (``readings.last_known_leader_is``)
             lkl = -1
             if elr_on and nle >= 2 and not qisr:  # ... or its sole ISR member when it had no leader
-                lkl = SLOT_LEADER[slots[-2]]
-                if lkl < 0 and len(MEMBERS[SLOT_ISR[slots[-2]]]) == 1:
-                    lkl = MEMBERS[SLOT_ISR[slots[-2]]][0]
+                lkl, members = SLOT_LEADER[slots[-2]], MEMBERS[SLOT_ISR[slots[-2]]]
+                if lkl < 0 and len(members) == 1:
+                    lkl = members[0]
             # (action, delta, broker that must be alive or -1, brokers that must all be down)
             ctrl: list[tuple[int, int, int, int]] = []
             unclean_moves: list[tuple[int, int, int]] = []

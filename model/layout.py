@@ -63,7 +63,7 @@ def _has_log(schema: Schema) -> bool:
 
 def layout_bytes(schema: Schema) -> dict[str, int]:
     """The memory a ``Layout`` of this schema will take, computed before building it, by
-    part: its table of logs, and two lists per meta field, each an entry per meta index."""
+    part: its table of logs, and a list per meta field with an entry per meta index."""
     cfg = schema.config
     logs = 0
     if _has_log(schema):
@@ -71,7 +71,7 @@ def layout_bytes(schema: Schema) -> dict[str, int]:
         n_codes = cfg.max_records * n_epochs
         logs = table_bytes(count_logs(n_codes, cfg.logsize), n_codes, n_epochs, cfg.logsize)
     radix = _meta_radix(schema)
-    return {"logs": logs, "replica fields": 16 * len(radix) * prod(radix.values())}
+    return {"logs": logs, "replica fields": 8 * len(radix) * prod(radix.values())}
 
 
 class Layout:
@@ -110,13 +110,11 @@ class Layout:
             self.unit[f.name] = unit
             unit *= self.radix[f.name]
         self.n_meta = unit
-        # per meta index, each field's code (0 .. radix - 1) and its view value (NONE for None)
-        self.meta_code: dict[str, list[int]] = {}
+        # per meta index, each field's view value (NONE for None)
         self.meta_view: dict[str, list[int]] = {}
         for f in self.meta_fields:
             u, n = self.unit[f.name], self.radix[f.name]
             codes = [(m // u) % n for m in range(self.n_meta)]
-            self.meta_code[f.name] = codes
             if f.kept(cfg):
                 values = [f.kind.view(f.kind.value(c, cfg)) for c in range(n)]
             else:

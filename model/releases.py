@@ -36,6 +36,15 @@ class Release:
     elr_default: bool = False  # ... and are on for a new cluster of this release (4.1+)
     idempotence_default: bool = False  # KIP-679 (3.0): the producer is idempotent unless its settings conflict
 
+    @property
+    def default_kraft(self) -> bool:
+        """KRaft unless --kraft/--zookeeper says otherwise: the only mode from 4.0."""
+        return self.kraft == "only"
+
+    def default_elr(self, kraft: bool) -> bool:
+        """Eligible leader replicas unless --elr/--no-elr says otherwise: a new cluster's (KRaft only)."""
+        return self.elr_default and kraft
+
     def rules(self, kraft: bool) -> list[str]:
         """The rules checked in ZooKeeper or KRaft mode, in the words of the KIPs and JIRAs."""
         words = [_REVISION_WORDS[self.revision]]

@@ -72,9 +72,9 @@ class Symmetry:
         # broker only as none/self/other and a set of brokers only as (contains self, size),
         # computed per meta index on first use (no NumPy here: the Spark executors' scalar
         # tasks import this module without it).
-        self.sig_meta = [_Memo(partial(_signature, self._signature_parts(kept, r))) for r in range(rf)]
-        scales = [scale for _, _, _, scale in self._signature_parts(kept, 0)]
-        self.sig_shift = (prod(scales) - 1).bit_length()
+        parts = [self._signature_parts(kept, r) for r in range(rf)]
+        self.sig_meta = [_Memo(partial(_signature, p)) for p in parts]
+        self.sig_shift = (prod(scale for _, _, _, scale in parts[0]) - 1).bit_length()
         self.full_group = factorial(rf)
         self._shared_block()
         self._build()
