@@ -8,20 +8,20 @@ other, and the rows left take the action's updates, which become new keys by cha
 only the components they touch. It returns every successor with
 its parent's row and its action index (duplicates included, so an engine counts
 generated states as the scalar engine does). Properties' batch forms run the same way
-(``predicate``); ``canonical`` is the exact symmetry reduction: the smallest key among
-all relabellings of the brokers. Keys convert exactly to and from the scalar packed
+(``predicate``); ``canonical`` is the exact symmetry reduction (``kernel_symmetry.py``). Keys convert exactly to and from the scalar packed
 ints (``kernel_convert.py``). ``KernelUnsupported`` says where the tables or the key
 would be too big.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from .kernel_convert import ScalarBridge
 from .kernel_keys import KernelDomainError, KernelUnsupported
+from .kernel_symmetry import KernelSymmetry
 from .kernel_tables import KernelTables
 from .plan import Batch, Plan
 
@@ -61,7 +61,7 @@ class VectorKernel:
         self.action_dtype = np.uint8 if len(cat) < 256 else np.uint16
         self.plan = Plan(T, cat)
         self._bridge = ScalarBridge(T, model.layout)
-        self._perm = None
+        self._symmetry: KernelSymmetry | None = None
 
     def emission_rank(self) -> np.ndarray:
         """``rank[action]``: where the successor function lists that action among a state's
@@ -138,15 +138,16 @@ class VectorKernel:
         return lambda b: b.evaluate(node)
 
     # ---- symmetry -----------------------------------------------------------------------------------------
-    def _perms(self):
-        if self._perm is None:
-            self._perm = self.T.permutation_tables()
-        return self._perm
+    def symmetry(self) -> KernelSymmetry:
+        """The batch canonical forms (``kernel_symmetry.py``), built on first use."""
+        if self._symmetry is None:
+            self._symmetry = KernelSymmetry(self.T)
+        return self._symmetry
 
     def supports_symmetry(self) -> str:
         """'' when ``canonical`` can run here, else why not (its tables would be too big)."""
         try:
-            self._perms()
+            self.symmetry()
         except KernelUnsupported as e:
             return str(e)
         return ""
@@ -156,36 +157,13 @@ class VectorKernel:
         # a Spark executor builds them once per process.
         return (kernel_for, (self.model,))
 
-    def images(self, keys: np.ndarray) -> Iterator[np.ndarray]:
-        """The keys relabelled by every permutation of the brokers (the identity first), one
-        at a time. Only the components that name brokers change (``kernel_keys.py``)."""
-        yield keys
-        yield from self.T.codec.images(keys, self._perms(), self.T.rf)
-
     def canonical(self, keys: np.ndarray) -> np.ndarray:
-        """The smallest relabelling of each key: one representative per orbit (exact reduction).
-        Each relabelling is folded in as soon as it is made, so one is in memory at a time."""
-        best = None
-        for img in self.images(keys):
-            if best is None:
-                best = img.copy()
-            elif self.words == 1:
-                np.minimum(best[0], img[0], out=best[0])
-            else:
-                hi = self.words - 1
-                smaller = img[hi] < best[hi]
-                tie = img[hi] == best[hi]
-                for w in range(hi - 1, -1, -1):
-                    smaller |= tie & (img[w] < best[w])
-                    tie &= img[w] == best[w]
-                best[:, smaller] = img[:, smaller]
-        return best
+        """One representative per orbit under broker relabelling (exact reduction)."""
+        return self.symmetry().canonical(keys)
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         """How many distinct states each key's orbit holds (for the count before reduction)."""
-        fps = np.stack([self.fingerprints(img) for img in self.images(keys)], axis=1)
-        fps.sort(axis=1)
-        return 1 + np.count_nonzero(fps[:, 1:] != fps[:, :-1], axis=1)
+        return self.symmetry().orbit_sizes(keys)
 
     def canonical_of_scalar(self, state: int) -> int:
         """The kernel's canonical key of a scalar state (trace replay under symmetry)."""

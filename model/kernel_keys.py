@@ -2,7 +2,7 @@
 
 A state is a few small integers (``kernel_tables.py``: one slot per replica, one
 component per shared field). A codec turns arrays of those into keys, reads them back,
-applies an action's changes to a batch of keys, and relabels keys for symmetry:
+and applies an action's changes to a batch of keys:
 
 * ``BitFields``: each component a bit field of its own, never split across words; one
   word when they fit, else two. Reading is a shift and a mask.
@@ -19,8 +19,6 @@ convert every reachable state both ways).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
-
 import numpy as np
 
 U64 = np.uint64
@@ -49,19 +47,6 @@ class KeyField:
 
 def bits_for(max_value: int) -> int:
     return max(1, int(max_value).bit_length())
-
-
-def _relabelled(components: dict[str, np.ndarray], tables, k: int, rf: int) -> dict[str, np.ndarray]:
-    """The components relabelled by permutation k: slot i moves to position p[i], relabelled;
-    the shared components that name brokers go through their tables."""
-    perms, slot_t, shared_t = tables
-    p = perms[k]
-    out = dict(components)
-    for i in range(rf):
-        out[f"slot{p[i]}"] = slot_t[k][components[f"slot{i}"]]
-    for name, table in shared_t.items():
-        out[name] = table[k][components[name]]
-    return out
 
 
 class BitFields:
@@ -105,23 +90,6 @@ class BitFields:
             delta <<= U64(f.shift)
             keys[f.word] ^= delta
 
-    def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
-        """Keys relabelled by each permutation after the identity."""
-        perms, _, shared_t = tables
-        moved = {f"slot{r}" for r in range(rf)} | set(shared_t)
-        kept = np.zeros(self.words, dtype=U64)
-        for f in self.fields:
-            if f.name not in moved:
-                kept[f.word] |= U64(f.mask << f.shift)
-        fixed = keys & kept[:, None]
-        comps = {name: self.get(keys, name, {}) for name in moved}
-        for k in range(1, len(perms)):
-            out = fixed.copy()
-            for name, values in _relabelled(comps, tables, k, rf).items():
-                f = self.field[name]
-                out[f.word] |= values.astype(U64) << U64(f.shift)
-            yield out
-
 
 class MixedRadix:
     """One word: every component a digit of one mixed-radix number, the first the least
@@ -155,16 +123,3 @@ class MixedRadix:
             delta = np.subtract(value, old, dtype=np.int64).view(U64)  # modulo 2^64, as the key's sum
             delta *= U64(self.unit[name])
             key += delta
-
-    def images(self, keys: np.ndarray, tables, rf: int) -> Iterator[np.ndarray]:
-        perms, _, shared_t = tables
-        moved = [f"slot{r}" for r in range(rf)] + list(shared_t)
-        comps = {name: self.get(keys, name, {}) for name in moved}
-        base = keys[0].copy()
-        for name in moved:
-            base -= comps[name].astype(U64) * U64(self.unit[name])
-        for k in range(1, len(perms)):
-            out = base.copy()
-            for name, values in _relabelled(comps, tables, k, rf).items():
-                out += values.astype(U64) * U64(self.unit[name])
-            yield out[None, :]

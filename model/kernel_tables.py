@@ -20,16 +20,15 @@ tables raises ``KernelDomainError``: a fact that stopped holding fails loudly.
 
 from __future__ import annotations
 
-from itertools import permutations
 from typing import Any
 
 import numpy as np
 
-from .kernel_keys import BitFields, KernelDomainError, KernelUnsupported, MixedRadix
+from .kernel_keys import BitFields, KernelUnsupported, MixedRadix
 from .logs import LogTable, all_logs, arrays_bytes, count_logs, table_bytes
 from .ops import NONE
 from .trace import TraceOps, Tracer
-from .schema import Broker, Brokers, LogKind, RequestsKind, relabel_mask
+from .schema import LogKind, RequestsKind
 
 MAX_TABLE_BYTES = 256 << 20  # tables beyond this are not worth building (the state space would be huge)
 DENSE_SLOTS = 1 << 24  # combined indices up to this map to slots by a table, beyond by a search
@@ -222,55 +221,3 @@ class KernelTables:
         self.RQ_NLE = rq_nle
         last = rq_slot[np.arange(n_rq), np.maximum(rq_nle - 1, 0)]
         self.RQ_QLEAD = np.where(rq_nle > 0, self.SLOT_LD[last], NONE)
-
-    # ---- relabelling tables for symmetry ----------------------------------------------------------------
-    def permutation_tables(self) -> tuple[list[tuple[int, ...]], np.ndarray, dict[str, np.ndarray]]:
-        """(perms, slot table, shared tables): ``perm[i]`` is the new label of replica i, and
-        ``table[k, value]`` the value relabelled by perms[k] (the identity first); shared
-        tables for the shared components that name brokers."""
-        perms = list(permutations(range(self.rf)))
-        size = 8 * len(perms) * (self.n_slots + self.n_rq + self.n_isr)
-        if size > MAX_TABLE_BYTES:
-            raise KernelUnsupported(f"the symmetry tables would take {size >> 20:,} MiB (at most {MAX_TABLE_BYTES >> 20} MiB)")
-        slot_t = np.empty((len(perms), self.n_slots), dtype=np.int64)
-        for k, p in enumerate(perms):
-            values = dict(self.field)
-            for f in self.replica_fields:
-                if f.kind.brokers:
-                    values[f.name] = self._relabel_values(f.kind, self.field[f.name], p)
-            slot_t[k] = self.slot_of(self.combined(values))
-        if (slot_t < 0).any():
-            raise KernelDomainError("relabelling brokers leaves the table of a replica's combinations")
-        shared: dict[str, np.ndarray] = {}
-        for f in self.schema.shared_fields:
-            if not (f.kept(self.config) and f.kind.brokers):
-                continue
-            if isinstance(f.kind, RequestsKind):
-                shared[f.name] = self._relabel_requests(perms)
-            else:
-                codes = np.arange(f.kind.size(self.config))
-                shared[f.name] = np.array([[f.kind.relabel(int(c), p) for c in codes] for p in perms], dtype=np.int64)
-        return perms, slot_t, shared
-
-    def _relabel_values(self, kind: Any, values: np.ndarray, p: tuple[int, ...]) -> np.ndarray:
-        if isinstance(kind, Brokers):
-            table = np.array([relabel_mask(m, p) for m in range(self.n_isr)], dtype=np.int64)
-            return table[values]
-        assert isinstance(kind, Broker), "the kinds that name brokers: one broker (or none), a set"
-        table = np.array([NONE] + list(p), dtype=np.int64)
-        return table[values + 1]
-
-    def _relabel_requests(self, perms: list[tuple[int, ...]]) -> np.ndarray:
-        out = np.empty((len(perms), self.n_rq), dtype=np.int64)
-        for k, p in enumerate(perms):
-            slot_t = np.array(
-                [self.slot_index[(p[ld] if ld >= 0 else NONE, relabel_mask(isr, p))] for ld, isr in self.slots]
-                + [self.n_slot],
-                dtype=np.int64,
-            )
-            rq = self.rq_off[self.RQ_NLE].copy()
-            for i in range(self.max_epoch + 1):
-                present = self.RQ_NLE > i
-                rq += np.where(present, slot_t[self.RQ_SLOT[:, i]] * self.rq_pow[i], 0)
-            out[k] = rq
-        return out

@@ -99,6 +99,11 @@ ENGINES = [  # (config, properties, options)
     (ModelConfig(rf=3, min_isr=2, disk_loss=1, kafka_version="3.9"), ["committed-survive", "strong-isr"],
      dict(symmetry=True)),
     (ModelConfig(rf=3, min_isr=2, protocol="kip-101", max_records=1), None, dict(symmetry=True)),
+    # rf 4 and 5: the kernel sorts replicas to canonicalise (the scalar kernel its own way)
+    (ModelConfig(rf=4, min_isr=2, max_records=1, max_leader_epoch=1, kafka_version="3.9"), None,
+     dict(symmetry=True, explore_all=True)),
+    (ModelConfig(rf=5, min_isr=3, max_records=1, max_leader_epoch=1), None,
+     dict(symmetry=True, explore_all=True, max_depth=12)),
 ]
 
 
@@ -171,6 +176,28 @@ def test_the_main_job_fits_one_exact_word_and_wider_kafka_keys_fall_back_to_bit_
     canon = kernel.canonical(kernel.keys_of_scalars(sample))
     relabelled = kernel.keys_of_scalars([sym.relabel(s, sym.perms[5]) for s in sample])
     assert (kernel.canonical(relabelled) == canon).all()
+
+
+@pytest.mark.parametrize("kafka_version", ["3.9", "4.1"])
+def test_rf5_canonical_forms_sort_replicas_and_agree_with_the_scalar_orbits(kafka_version):
+    """At rf 5 the kernel sorts replicas instead of trying 120 relabellings: every relabelling
+    of a state has its canonical form, and orbit sizes are the scalar symmetry's (states
+    with tied replicas included: the first levels are full of them)."""
+    model = ReplicationModel(ModelConfig(rf=5, min_isr=3, max_records=1, kafka_version=kafka_version))
+    kernel = kernel_for(model)
+    sym = model.symmetry
+    states = sorted(set().union(*scalar_levels(model, max_levels=5)))[::3]
+    assert len(states) > 200
+    keys = kernel.keys_of_scalars(states)
+    canon = kernel.canonical(keys)
+    for perm in sym.perms[1::13]:
+        relabelled = kernel.keys_of_scalars([sym.relabel(s, perm) for s in states])
+        assert (kernel.canonical(relabelled) == canon).all()
+    sizes = kernel.orbit_sizes(keys).tolist()
+    assert sizes == [sym.orbit_size(s) for s in states]
+    assert min(sizes) < 120 and 120 in sizes  # tied replicas and distinct ones both met
+    representatives = kernel.scalars_of_keys(canon)  # each a member of its state's orbit
+    assert [sym.canonical(r) for r in representatives] == [sym.canonical(s) for s in states]
 
 
 def test_orbit_sizes_add_up_to_the_unreduced_space():
