@@ -88,7 +88,8 @@ class BfsEngine:
             if kernel is not None:
                 from .bfs_vector import VectorSearch
 
-                search = VectorSearch(model, kernel, state_props, options, observer, self.workers, saving=saving)
+                search = VectorSearch(model, kernel, state_props, options, observer, self.workers, saving=saving,
+                                      keep_levels=keep)
                 result = search.run()
                 if keep:
                     from . import graph

@@ -112,6 +112,7 @@ class VectorSearch:
         workers: int | None = None,
         chunk: int = CHUNK,
         saving: Any = None,
+        keep_levels: bool = False,
     ) -> None:
         self.model, self.kernel = model, kernel
         self.properties = list(properties)
@@ -122,7 +123,10 @@ class VectorSearch:
         self.symmetry = options.symmetry
         self.rank = kernel.emission_rank()
         self.by_rank = np.argsort(self.rank).astype(kernel.action_dtype)  # rank -> action index
-        self.keys: list[np.ndarray] = []  # per level, (words, n), in the scalar BFS's order
+        # per level, (words, n), in the scalar BFS's order: every level's when a checkpoint or the
+        # state graph needs them, else the initial level's only (traces replay their actions)
+        self.keys: list[np.ndarray] = []
+        self.keep_levels = keep_levels or saving is not None
         self.parents: list[np.ndarray] = []  # per level, row of the parent in the previous level
         self.actions: list[np.ndarray] = []
         self.visited = np.empty(0, dtype=np.uint64)  # sorted fingerprints of every stored state
@@ -197,7 +201,7 @@ class VectorSearch:
         self.next_report = now + self.options.progress_interval
         size = self.frontier.shape[1]
         done = None if done is None else min(done, size)
-        self.observer.progress(Progress(self.states, size - (done or 0), len(self.keys), self.generated,
+        self.observer.progress(Progress(self.states, size - (done or 0), self.depth, self.generated,
                                         now - self.started, done, None if done is None else size))
 
     def _reserve(self, parts: list[_New], chunks: int) -> int:
@@ -222,8 +226,8 @@ class VectorSearch:
         the next level is expanded from the states sorted by key (successors then come out
         in sorted runs), with each state's row in that order to compute priorities."""
         new = _concat(parts)
-        if len(parts) > 1:  # sorted runs: merged by a stable argsort
-            index, prio = _first_in_groups(new.fp, np.argsort(new.fp, kind="stable"), new.prio)
+        if len(parts) > 1:  # sorted runs; a group's members are the same state, so any sort will do
+            index, prio = _first_in_groups(new.fp, np.argsort(new.fp), new.prio)
             new = new.take(index)._replace(prio=prio)
         self.visited = merge_sorted(self.visited, new.fp, new.pos, pool)
         by_prio = argsort_small(new.prio)
@@ -231,12 +235,13 @@ class VectorSearch:
         self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
         self.frontier_rows[by_prio] = np.arange(len(by_prio))
         parents, ranks = np.divmod(new.prio[by_prio], len(self.rank))
-        self.keys.append(new.keys[:, by_prio])
+        if self.keep_levels or not self.keys:
+            self.keys.append(new.keys[:, by_prio])
         self.parents.append(parents.astype(np.uint32))
         self.actions.append(self.by_rank[ranks])
         if new.orbits is not None:
             self.full_states += int(new.orbits.sum())
-        depth = len(self.keys) - 1
+        depth = self.depth - 1
         for (name, _, _), decides in zip(self.pending, new.decides[:, by_prio]):
             rows = np.flatnonzero(decides)
             if len(rows):
@@ -277,7 +282,7 @@ class VectorSearch:
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
             while not exhausted and (opts.explore_all or self.pending):
-                if opts.max_depth is not None and len(self.keys) >= opts.max_depth:
+                if opts.max_depth is not None and self.depth >= opts.max_depth:
                     break
                 parts = self._next_level(pool, limits)
                 if parts is None:
@@ -319,11 +324,16 @@ class VectorSearch:
 
     @property
     def states(self) -> int:
-        return sum(k.shape[1] for k in self.keys)
+        return sum(len(p) for p in self.parents)
+
+    @property
+    def depth(self) -> int:
+        """Levels stored, the initial one included."""
+        return len(self.parents)
 
     def _result(self, seconds: float, exhausted_space: bool) -> CheckResult:
         opts = self.options
-        at_depth = opts.max_depth is not None and len(self.keys) >= opts.max_depth
+        at_depth = opts.max_depth is not None and self.depth >= opts.max_depth
         exhausted = not self.stop and (exhausted_space or at_depth)
         note = self.collision_note()
         paths = {name: self.path_to(*where) for name, where in self.found.items()}
@@ -331,10 +341,10 @@ class VectorSearch:
         stats = Stats(
             states=self.states,
             generated=self.generated,
-            depth=len(self.keys),
+            depth=self.depth,
             seconds=seconds,
             peak_memory=peak_rss(),
-            queue=0 if exhausted_space else self.keys[-1].shape[1],
+            queue=0 if exhausted_space else self.frontier.shape[1],
             full_states=self.full_states if self.symmetry else None,
         )
         return CheckResult(
@@ -350,15 +360,19 @@ class VectorSearch:
 
     def path_to(self, depth: int, row: int) -> Path:
         """Walk parents back to the initial state, then replay the path on the scalar model."""
-        chain, actions = [], []
+        rows, actions = [], []
         while depth >= 0:
-            chain.append(VectorKernel.int_of_key(self.keys[depth][:, row]))
+            rows.append(row)
             actions.append(int(self.actions[depth][row]))
             row = int(self.parents[depth][row])
             depth -= 1
-        chain.reverse()
+        rows.reverse()
         actions.reverse()
         kernel, model = self.kernel, self.model
+        if self.keep_levels:
+            chain = [VectorKernel.int_of_key(self.keys[d][:, r]) for d, r in enumerate(rows)]
+        else:
+            chain = self._replayed_keys(VectorKernel.int_of_key(self.keys[0][:, rows[0]]), actions[1:])
         if self.symmetry:
             return Path.replay(model, chain, kernel.canonical_of_scalar)
         states = [kernel.scalar_of_key(k) for k in chain]
@@ -366,6 +380,17 @@ class VectorSearch:
             if model.step(states[i - 1], a) != states[i]:  # pragma: no cover - a kernel bug
                 raise AssertionError(f"the vector kernel's step {i} ({model.describe(a)}) disagrees with the model")
         return Path(tuple(states), tuple(actions[1:]))
+
+    def _replayed_keys(self, root: int, actions: list[int]) -> list[int]:
+        """The stored keys along a path, from its initial key and actions: each action taken
+        from the stored (canonical) state, as the search took it."""
+        kernel, model = self.kernel, self.model
+        norm = kernel.canonical_of_scalar if self.symmetry else kernel.key_of_scalar
+        chain, state = [root], kernel.scalar_of_key(root)
+        for a in actions:
+            chain.append(norm(model.step(state, a)))
+            state = kernel.scalar_of_key(chain[-1])
+        return chain
 
     def collision_note(self) -> str:
         """TLC's two estimates of a fingerprint collision, when keys are fingerprinted."""

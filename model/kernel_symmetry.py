@@ -77,19 +77,21 @@ class KernelSymmetry:
         """(rf, slots): a slot's identity-free signature seen from replica r, as a dense rank.
         A set of brokers counts only as (has r, size), a broker as none, r or another."""
         T, rf = self.T, self.rf
-        rows = []
-        for r in range(rf):
-            parts = []
-            for f in T.replica_fields:
-                v = T.field[f.name]
+        sig = np.zeros((rf, T.n_slots), dtype=object)  # Python ints: the product of radices may pass 64 bits
+        for f in T.replica_fields:
+            v = T.field[f.name]
+            for r in range(rf):
                 if isinstance(f.kind, Brokers):
-                    parts.append(((v >> r) & 1) * (rf + 1) + T.popcount[v])
+                    part, scale = ((v >> r) & 1) * (rf + 1) + T.popcount[v], 2 * (rf + 1)
                 elif f.kind.brokers:
-                    parts.append(np.where(v == NONE, 0, np.where(v == r, 1, 2)))
+                    part, scale = np.where(v == NONE, 0, np.where(v == r, 1, 2)), 3
                 else:
-                    parts.append(T.code[f.name])
-            rows.append(np.stack(parts, axis=1))
-        _, rank = np.unique(np.concatenate(rows), axis=0, return_inverse=True)
+                    part, scale = T.code[f.name], T.radix[f.name]
+                sig[r] = sig[r] * scale + part
+        flat = sig.ravel()
+        if max(flat) < 1 << 63:
+            flat = flat.astype(np.int64)
+        _, rank = np.unique(flat, return_inverse=True)
         return rank.reshape(rf, T.n_slots).astype(np.int32)
 
     def _shared_tables(self) -> tuple[dict[str, np.ndarray], list[tuple[str, bool]]]:

@@ -9,6 +9,7 @@ space by space (the same reachable sets, level by level), and engine by engine
 from __future__ import annotations
 
 import pickle
+import random
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def rf2(request):
 
 def vector_levels(model: ReplicationModel, **options) -> tuple[VectorSearch, list[set[int]]]:
     kernel = kernel_for(model)
-    search = VectorSearch(model, kernel, [], CheckOptions(explore_all=True, **options), chunk=512)
+    search = VectorSearch(model, kernel, [], CheckOptions(explore_all=True, **options), chunk=512, keep_levels=True)
     search.run()
     return search, [set(kernel.scalars_of_keys(keys)) for keys in search.keys]
 
@@ -72,7 +73,7 @@ def test_without_symmetry_both_kernels_store_the_same_states_in_the_same_order_w
     max_depth = 12 if config.rf == 3 else None
     scalar = scalar_search(model, max_depth=max_depth)
     search = VectorSearch(model, kernel_for(model), [], CheckOptions(explore_all=True, max_depth=max_depth),
-                          chunk=chunk)
+                          chunk=chunk, keep_levels=True)
     search.run()
     kernel = search.kernel
     assert [s for keys in search.keys for s in kernel.scalars_of_keys(keys)] == scalar.states
@@ -261,11 +262,33 @@ def test_threads_do_not_change_the_result_and_chunks_change_at_most_which_parent
     props = select(model.config)
     results = {}
     for workers, chunk in ((1, 64), (2, 64), (1, 1 << 17)):
-        search = VectorSearch(model, kernel, props, CheckOptions(explore_all=True), workers=workers, chunk=chunk)
+        search = VectorSearch(model, kernel, props, CheckOptions(explore_all=True), workers=workers, chunk=chunk,
+                              keep_levels=True)
         r = search.run()
         results[workers, chunk] = (summary(r, True), [k.tolist() for k in search.keys], [p.path for p in r.properties])
     assert results[1, 64] == results[2, 64]
     assert results[1, 64][:2] == results[1, 1 << 17][:2]
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_a_search_that_keeps_only_the_initial_level_rebuilds_the_same_traces(symmetry):
+    """Without a checkpoint or a state graph only parents and actions are kept: a trace is
+    replayed from its initial state, canonicalised at each step as the search stored it."""
+    model = ReplicationModel(ModelConfig(rf=3, max_records=1, acks="1", kafka_version="3.9"))
+    kernel, props = kernel_for(model), select(model.config)
+    runs = {}
+    for keep in (True, False):
+        search = VectorSearch(model, kernel, props, CheckOptions(explore_all=True, symmetry=symmetry), workers=1,
+                              keep_levels=keep)
+        runs[keep] = search, search.run()
+    (kept, kept_result), (lean, lean_result) = runs[True], runs[False]
+    assert len(lean.keys) == 1 and len(kept.keys) == kept.depth > 10
+    assert [p.path for p in lean_result.properties] == [p.path for p in kept_result.properties]
+    assert any(p.path is not None and len(p.path) > 5 for p in lean_result.properties)
+    rng = random.Random(5)
+    for depth in (1, kept.depth // 2, kept.depth - 1):
+        for row in rng.sample(range(len(kept.parents[depth])), min(5, len(kept.parents[depth]))):
+            assert lean.path_to(depth, row) == kept.path_to(depth, row)
 
 
 class StopAfter(Observer):
@@ -285,7 +308,7 @@ def test_a_stop_request_ends_the_run_incomplete_with_what_was_explored():
     result = search.run()
     assert not result.complete and result.stop_reason == "interrupted"
     assert not result.exhausted and 0 < result.stats.states < 737_794
-    assert result.stats.queue == search.keys[-1].shape[1] > 0
+    assert result.stats.queue == search.frontier.shape[1] == len(search.parents[-1]) > 0
     assert {p.status for p in result.properties} == {"unknown"}
 
 

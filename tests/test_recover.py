@@ -107,7 +107,8 @@ def test_without_restarts_no_broker_comes_back_and_the_space_is_smaller():
 
 def _whole_space(config, symmetry):
     model = ReplicationModel(config)
-    search = VectorSearch(model, kernel_for(model), [], CheckOptions(explore_all=True, symmetry=symmetry), workers=1)
+    search = VectorSearch(model, kernel_for(model), [], CheckOptions(explore_all=True, symmetry=symmetry), workers=1,
+                          keep_levels=True)
     search.run()
     return model, search
 
