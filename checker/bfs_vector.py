@@ -43,7 +43,8 @@ from isrcheck.properties import Property, verdict
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
                      checkpoint_failure, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import argsort_small, derived_found, merge_sorted
+from .vector_arrays import argsort_small, derived_found
+from .vector_store import LevelLog, VisitedSet
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
@@ -78,15 +79,32 @@ class _New(NamedTuple):
     decides: np.ndarray  # (pending properties, n): the state decides that property
     orbits: np.ndarray | None  # orbit sizes under symmetry
 
-    def take(self, index: np.ndarray) -> "_New":
-        return _New._make(None if a is None else a[..., index] for a in self)
 
 
-def _concat(parts: list[_New]) -> _New:
-    return _New._make(
-        None if parts[0][i] is None else np.concatenate([p[i] for p in parts], axis=-1)
-        for i in range(len(_New._fields))
-    )
+def _merged(parts: list[_New]) -> _New:
+    """The chunks' new states as one, sorted by fingerprint, each state once with its first
+    discovery. ``parts`` is emptied: each field is gathered, and its parts let go, in turn,
+    so that the level is in memory about once, not three times."""
+    if len(parts) == 1:
+        return parts.pop()
+    fp = np.concatenate([p.fp for p in parts])
+    # sorted runs; a group's members are the same state, so any sort will do
+    index, prio = _first_in_groups(fp, np.argsort(fp), np.concatenate([p.prio for p in parts]))
+    columns = [list(p) for p in parts]
+    parts.clear()
+    out = []
+    for i, name in enumerate(_New._fields):
+        if name == "fp":
+            out.append(fp[index])
+        elif name == "prio":
+            out.append(prio)
+        elif columns[0][i] is None:
+            out.append(None)
+        else:
+            out.append(np.concatenate([c[i] for c in columns], axis=-1).take(index, axis=-1))
+        for c in columns:
+            c[i] = None
+    return _New._make(out)
 
 
 def _first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,9 +145,10 @@ class VectorSearch:
         # state graph needs them, else the initial level's only (traces replay their actions)
         self.keys: list[np.ndarray] = []
         self.keep_levels = keep_levels or saving is not None
-        self.parents: list[np.ndarray] = []  # per level, row of the parent in the previous level
-        self.actions: list[np.ndarray] = []
-        self.visited = np.empty(0, dtype=np.uint64)  # sorted fingerprints of every stored state
+        # per level, each state's parent's row in the level before and its action: in memory with
+        # the levels' keys, else on disk (read only to rebuild a trace)
+        self.levels = LevelLog(on_disk=not self.keep_levels)
+        self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         self.frontier_rows = np.empty(0, dtype=np.int64)  # their rows in the last level
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
@@ -162,7 +181,7 @@ class VectorSearch:
             comps = kernel.components(keys)
             for i, (_, pred, always) in enumerate(self.pending):
                 np.not_equal(pred(comps), always, out=decides[i])
-        orbits = kernel.orbit_sizes(keys) if self.symmetry else None
+        orbits = kernel.orbit_sizes(keys).astype(np.uint32) if self.symmetry else None  # at most rf!
         return _New(fp, pos, prio, keys, decides, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, _New]:
@@ -210,7 +229,7 @@ class VectorSearch:
         new states and the merged visited set), whichever is more."""
         in_flight = min(self.workers, chunks - len(parts)) * self.chunk * CHUNK_BYTES_PER_STATE
         level = sum(a.nbytes for p in parts for a in p if a is not None)
-        return max(in_flight, level + self.visited.nbytes + sum(len(p.fp) for p in parts) * 8)
+        return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
 
     def _fit_chunk(self, limits: Limits) -> None:
         """Under a tight memory limit, chunks small enough that their arrays fit the room left
@@ -220,16 +239,13 @@ class VectorSearch:
             fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
             self.chunk = int(min(self.chunk, max(MIN_CHUNK, fit)))
 
-    def _store(self, parts: list[_New], pool: Executor | None) -> None:
+    def _store(self, parts: list[_New]) -> None:
         """Merge the chunks' new states into one level (a state several chunks found keeps its
         first discovery), add it to the visited set, and store it in the scalar BFS's order;
         the next level is expanded from the states sorted by key (successors then come out
         in sorted runs), with each state's row in that order to compute priorities."""
-        new = _concat(parts)
-        if len(parts) > 1:  # sorted runs; a group's members are the same state, so any sort will do
-            index, prio = _first_in_groups(new.fp, np.argsort(new.fp), new.prio)
-            new = new.take(index)._replace(prio=prio)
-        self.visited = merge_sorted(self.visited, new.fp, new.pos, pool)
+        new = _merged(parts)
+        self.visited_set.add(new.fp, new.pos)
         by_prio = argsort_small(new.prio)
         self.frontier = new.keys
         self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
@@ -237,8 +253,7 @@ class VectorSearch:
         parents, ranks = np.divmod(new.prio[by_prio], len(self.rank))
         if self.keep_levels or not self.keys:
             self.keys.append(new.keys[:, by_prio])
-        self.parents.append(parents.astype(np.uint32))
-        self.actions.append(self.by_rank[ranks])
+        self.levels.append(parents.astype(np.uint32), self.by_rank[ranks])
         if new.orbits is not None:
             self.full_states += int(new.orbits.sum())
         depth = self.depth - 1
@@ -253,12 +268,13 @@ class VectorSearch:
         """Continue a saved search: its levels as saved; the visited set and the frontier
         derived from them exactly as ``_store`` built them (fingerprints are unique)."""
         saved, kernel = self.resumed, self.kernel
-        self.keys, self.parents, self.actions = saved.keys, saved.parents, saved.actions
+        self.keys = saved.keys
+        self.levels.replace(saved.parents, saved.actions)
         self.generated = self.generated_at_level_end = saved.generated
         self.full_states, self.found = saved.full_states, dict(saved.found)
         check_found(self.found, derived_found(kernel, self.keys, self.pending), self.saver.folder)
         fps = [kernel.fingerprints(k) for k in self.keys]
-        self.visited = np.sort(np.concatenate(fps))
+        self.visited_set.replace(np.sort(np.concatenate(fps)))
         order = np.argsort(fps[-1], kind="stable")
         self.frontier, self.frontier_rows = self.keys[-1][:, order], order.astype(np.int64)
 
@@ -277,7 +293,7 @@ class VectorSearch:
         else:
             init = kernel.initial_keys()
             self.generated = n = init.shape[1]
-            self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))], None)
+            self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))])
             self._save(started)
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
@@ -291,7 +307,7 @@ class VectorSearch:
                     exhausted = True
                     self.generated_at_level_end = self.generated  # the last level is expanded
                     break
-                self._store(parts, pool)
+                self._store(parts)
                 self._save(started)
                 if self.stop:
                     break
@@ -324,12 +340,25 @@ class VectorSearch:
 
     @property
     def states(self) -> int:
-        return sum(len(p) for p in self.parents)
+        return self.levels.states
 
     @property
     def depth(self) -> int:
         """Levels stored, the initial one included."""
-        return len(self.parents)
+        return len(self.levels)
+
+    @property
+    def visited(self) -> np.ndarray:
+        """The sorted fingerprints of every stored state (a view until the next level is stored)."""
+        return self.visited_set.values
+
+    @property
+    def parents(self) -> list[np.ndarray]:
+        return self.levels.parents
+
+    @property
+    def actions(self) -> list[np.ndarray]:
+        return self.levels.actions
 
     def _result(self, seconds: float, exhausted_space: bool) -> CheckResult:
         opts = self.options

@@ -1,14 +1,11 @@
-"""Array routines of the vector search: sorted-set merges, small-integer sorts, and the
+"""Array routines of the vector search: small-integer sorts, and the
 properties' first deciding states among stored levels (what a checkpoint must say)."""
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
-
-PARALLEL_MERGE = 1 << 20  # visited-set merges at least this big are split across two threads
 
 
 def argsort_small(values: np.ndarray) -> np.ndarray:
@@ -23,32 +20,6 @@ def argsort_small(values: np.ndarray) -> np.ndarray:
         order = order[np.argsort(digit, kind="stable")]
         shift += 16
     return order
-
-
-def merge_sorted(old: np.ndarray, new: np.ndarray, pos: np.ndarray, pool: Executor | None) -> np.ndarray:
-    """The sorted union of ``old`` and ``new`` (sorted, disjoint), given where each new
-    value sorts in ``old``; split in two halves across the pool when it is big."""
-    out = np.empty(len(old) + len(new), dtype=old.dtype)
-    at = pos + np.arange(len(new))
-    if pool is None or len(out) < PARALLEL_MERGE or len(new) < 2:
-        merge_into(out, old, new, at)
-        return out
-    k = len(new) // 2
-    cut_out, cut_old = int(at[k]), int(pos[k])
-    halves = [
-        pool.submit(merge_into, out[:cut_out], old[:cut_old], new[:k], at[:k]),
-        pool.submit(merge_into, out[cut_out:], old[cut_old:], new[k:], at[k:] - cut_out),
-    ]
-    for h in halves:
-        h.result()
-    return out
-
-
-def merge_into(out: np.ndarray, old: np.ndarray, new: np.ndarray, at: np.ndarray) -> None:
-    out[at] = new
-    keep = np.ones(len(out), dtype=bool)
-    keep[at] = False
-    out[keep] = old
 
 
 def derived_found(kernel: Any, keys: list[np.ndarray], pending: list[tuple[str, Any, bool]]) -> dict[str, tuple[int, int]]:
