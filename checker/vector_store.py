@@ -91,8 +91,13 @@ class LevelLog:
             self.actions.append(actions)
             return
         depth = len(self.parents)
-        self.parents.append(_written(Path(self.folder.name) / f"parents-{depth:05d}", parents))
-        self.actions.append(_written(Path(self.folder.name) / f"actions-{depth:05d}", actions))
+        try:
+            parents = _written(Path(self.folder.name) / f"parents-{depth:05d}", parents)
+            actions = _written(Path(self.folder.name) / f"actions-{depth:05d}", actions)
+        except OSError:  # a full or read-only temporary folder: this level stays in memory
+            pass
+        self.parents.append(parents)
+        self.actions.append(actions)
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (kept in memory: the run saves them again)."""

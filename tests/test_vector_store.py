@@ -1,0 +1,42 @@
+"""The vector search's per-state storage: the visited set merged in place, the level log on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
+
+
+def test_in_place_merges_give_the_sorted_union_across_blocks_and_growth():
+    rng = np.random.default_rng(7)
+    visited, reference = VisitedSet(), np.empty(0, dtype=np.uint64)
+    for size in (0, 5, 3 * MERGE_BLOCK, 1000, MERGE_BLOCK + 17, 1):
+        fresh = np.sort(rng.integers(0, 1 << 62, size, dtype=np.int64).astype(np.uint64))  # distinct: 62 random bits
+        visited.add(fresh, np.searchsorted(visited.values, fresh))
+        reference = np.sort(np.concatenate([reference, fresh]))
+        assert visited.n == len(reference) and (visited.values == reference).all()
+        assert visited.nbytes <= 8 * max(len(reference), 1) * 1.125 + 8  # at most an eighth unused
+    low = np.array([0, 1], dtype=np.uint64)  # before every value: everything moves
+    visited.add(low, np.searchsorted(visited.values, low))
+    assert (visited.values == np.concatenate([low, reference])).all()
+
+
+def test_replace_copies_an_array_it_could_not_resize():
+    visited = VisitedSet()
+    view = np.arange(10, dtype=np.uint64)[::2]
+    visited.replace(view)
+    visited.add(np.array([1], dtype=np.uint64), np.array([1]))
+    assert visited.values.tolist() == [0, 1, 2, 4, 6, 8] and view.tolist() == [0, 2, 4, 6, 8]
+
+
+def test_the_level_log_reads_back_what_it_wrote_and_keeps_levels_in_memory_when_it_cannot_write():
+    log = LevelLog(on_disk=True)
+    log.append(np.array([0, 0, 1], dtype=np.uint32), np.array([3, 4, 5], dtype=np.uint8))
+    assert isinstance(log.parents[0], np.memmap) and log.parents[0].tolist() == [0, 0, 1]
+    log.folder.cleanup()  # the folder is gone: the next level stays in memory
+    log.append(np.array([2], dtype=np.uint32), np.array([7], dtype=np.uint8))
+    assert not isinstance(log.parents[1], np.memmap) and log.actions[1].tolist() == [7]
+    assert (len(log), log.states) == (2, 4)
+    memory = LevelLog(on_disk=False)
+    memory.append(np.array([9], dtype=np.uint32), np.array([1], dtype=np.uint8))
+    assert memory.folder is None and memory.parents[0].tolist() == [9]
