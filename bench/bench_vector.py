@@ -44,6 +44,11 @@ TARGETS = {
     # the main job on KRaft: 3.9's in KRaft mode (AlterPartition), and 4.1's (with ELR)
     "main-job-kraft": [*MAIN, "--kraft"],
     "main-job-4.1": ["--rf", "3", "--min-isr", "2", "--kafka-version", "4.1"],
+    # issue 22's memory target (at most 16 bytes a state): the three-record main job on 3.9 (34.5 M states)
+    "main-job-r3": [*MAIN, "--max-records", "3"],
+    # issue 22's rf 4 and 5 on the default release, with the bounds that let them finish
+    "rf4-min-isr2": ["--rf", "4", "--min-isr", "2", "--max-records", "1"],
+    "rf5-min-isr3": ["--rf", "5", "--min-isr", "3", "--max-records", "1", "--max-leader-epoch", "1"],
     # end to end (issue 18): the main job with an idempotent producer that retries once; with a
     # consumer committing after processing that crashes once too (one record); the rf 2 delivery
     # space without idempotence (the scalar kernel runs the producer's definitions, model/fused.py)
