@@ -164,9 +164,9 @@ class VectorSearch:
     def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> _New:
         """The distinct, not yet visited states among these, each with its first discovery
         (the smallest priority) and its property verdicts."""
-        kernel = self.kernel
+        kernel, orbits = self.kernel, None
         if self.symmetry:
-            keys = kernel.canonical(keys)
+            keys, orbits = kernel.canonical_and_orbits(keys)
         fp = kernel.fingerprints(keys)
         order = np.argsort(fp)  # NumPy's SIMD quicksort: 2 to 5 times timsort here (the runs are short)
         index, prio = _first_in_groups(fp, order, prio)
@@ -181,7 +181,8 @@ class VectorSearch:
             comps = kernel.components(keys)
             for i, (_, pred, always) in enumerate(self.pending):
                 np.not_equal(pred(comps), always, out=decides[i])
-        orbits = kernel.orbit_sizes(keys).astype(np.uint32) if self.symmetry else None  # at most rf!
+        if orbits is not None:
+            orbits = orbits.take(index).astype(np.uint32)  # at most rf!
         return _New(fp, pos, prio, keys, decides, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, _New]:
@@ -427,8 +428,8 @@ class VectorSearch:
             return ""
         d, g = self.states, self.generated
         optimistic = d * (g - d) / 2.0**64
-        gaps = np.diff(self.visited)
-        actual = 1.0 / float(gaps.min()) if len(gaps) else 0.0
+        gap = self.visited_set.smallest_gap()
+        actual = 1.0 / float(gap) if gap else 0.0
         return (
             f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
             f"based on the actual fingerprints val = {actual:.1E}"

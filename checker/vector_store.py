@@ -46,6 +46,15 @@ class VisitedSet:
         need = self.n + k
         return 0 if need <= len(self._buf) else 8 * (max(need, int(len(self._buf) * GROWTH)) - len(self._buf))
 
+    def smallest_gap(self) -> int:
+        """The least difference of two neighbours (0 with fewer than two values), a block at a
+        time: a difference array of the whole set would be as big as the set."""
+        values, best = self.values, None
+        for lo in range(0, self.n - 1, MERGE_BLOCK):
+            gap = int(np.diff(values[lo : lo + MERGE_BLOCK + 1]).min())
+            best = gap if best is None else min(best, gap)
+        return best or 0
+
     def replace(self, values: np.ndarray) -> None:
         """Take these sorted values (copied unless the array owns them: it will be resized)."""
         if not (values.flags.owndata and values.flags.c_contiguous and values.dtype == np.uint64):

@@ -161,6 +161,10 @@ class VectorKernel:
         """One representative per orbit under broker relabelling (exact reduction)."""
         return self.symmetry().canonical(keys)
 
+    def canonical_and_orbits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``canonical`` and ``orbit_sizes`` of the canonical keys, in one pass."""
+        return self.symmetry().canonical_and_orbits(keys)
+
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         """How many distinct states each key's orbit holds (for the count before reduction)."""
         return self.symmetry().orbit_sizes(keys)

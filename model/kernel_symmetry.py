@@ -202,15 +202,24 @@ class KernelSymmetry:
                 yield rows, self._image(sub_keys, sub, self.compose[t, k[rows]])
 
     def canonical(self, keys: np.ndarray) -> np.ndarray:
+        return self.canonical_and_orbits(keys)[0]
+
+    def canonical_and_orbits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The canonical keys and their orbit sizes. The candidates (the sorting relabellings)
+        are a coset of the relabellings inside the tied groups, so each image is made by
+        |stabiliser| of them: the orbit is rf! over how many made the smallest."""
         comps = self._components(keys)
         k, labels, pattern = self._sorting(comps)
         best = self._image(keys, comps, k, labels)
+        makers = np.ones(keys.shape[1], dtype=np.int64)
         for rows, img in self._tied(keys, comps, k, pattern):
             cur = best[:, rows]
             smaller = _less(img, cur)
+            same = (img == cur).all(axis=0)
             cur[:, smaller] = img[:, smaller]
             best[:, rows] = cur
-        return best
+            makers[rows] = np.where(smaller, 1, makers[rows] + same)
+        return best, self.full_group // makers
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         """|orbit| = rf! / |stabiliser|; only the relabellings inside tied groups can fix a

@@ -16,6 +16,7 @@ def test_in_place_merges_give_the_sorted_union_across_blocks_and_growth():
         reference = np.sort(np.concatenate([reference, fresh]))
         assert visited.n == len(reference) and (visited.values == reference).all()
         assert visited.nbytes <= 8 * max(len(reference), 1) * 1.125 + 8  # at most an eighth unused
+    assert visited.smallest_gap() == int(np.diff(reference).min())
     low = np.array([0, 1], dtype=np.uint64)  # before every value: everything moves
     visited.add(low, np.searchsorted(visited.values, low))
     assert (visited.values == np.concatenate([low, reference])).all()
@@ -27,6 +28,7 @@ def test_replace_copies_an_array_it_could_not_resize():
     visited.replace(view)
     visited.add(np.array([1], dtype=np.uint64), np.array([1]))
     assert visited.values.tolist() == [0, 1, 2, 4, 6, 8] and view.tolist() == [0, 2, 4, 6, 8]
+    assert visited.smallest_gap() == 1 and VisitedSet().smallest_gap() == 0
 
 
 def test_the_level_log_reads_back_what_it_wrote_and_keeps_levels_in_memory_when_it_cannot_write():
