@@ -240,13 +240,16 @@ class VectorSearch:
             fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
             self.chunk = int(min(self.chunk, max(MIN_CHUNK, fit)))
 
-    def _store(self, parts: list[_New]) -> None:
+    def _store(self, parts: list[_New], pool: Executor | None = None) -> None:
         """Merge the chunks' new states into one level (a state several chunks found keeps its
         first discovery), add it to the visited set, and store it in the scalar BFS's order;
         the next level is expanded from the states sorted by key (successors then come out
-        in sorted runs), with each state's row in that order to compute priorities."""
+        in sorted runs), with each state's row in that order to compute priorities. The visited
+        set's merge runs beside the rest, in the pool."""
         new = _merged(parts)
-        self.visited_set.add(new.fp, new.pos)
+        merging = pool.submit(self.visited_set.add, new.fp, new.pos) if pool else None
+        if merging is None:
+            self.visited_set.add(new.fp, new.pos)
         by_prio = argsort_small(new.prio)
         self.frontier = new.keys
         self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
@@ -258,12 +261,14 @@ class VectorSearch:
         if new.orbits is not None:
             self.full_states += int(new.orbits.sum())
         depth = self.depth - 1
-        for (name, _, _), decides in zip(self.pending, new.decides[:, by_prio]):
+        for (name, _, _), decides in zip(self.pending, new.decides):
             rows = np.flatnonzero(decides)
-            if len(rows):
-                self.found[name] = (depth, int(rows[0]))
+            if len(rows):  # the first in storage order
+                self.found[name] = (depth, int(self.frontier_rows[rows].min()))
         self.pending = [p for p in self.pending if p[0] not in self.found]
         self.generated_at_level_end = self.generated
+        if merging is not None:
+            merging.result()
 
     def _restore(self) -> None:
         """Continue a saved search: its levels as saved; the visited set and the frontier
@@ -308,7 +313,7 @@ class VectorSearch:
                     exhausted = True
                     self.generated_at_level_end = self.generated  # the last level is expanded
                     break
-                self._store(parts)
+                self._store(parts, pool)
                 self._save(started)
                 if self.stop:
                     break
