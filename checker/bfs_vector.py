@@ -11,13 +11,16 @@ operations:
   removed with ``searchsorted`` against the visited set, one sorted uint64 array;
   the chunk's workers also evaluate the pending properties on the survivors;
 * the chunks' survivors (sorted runs) are merged into the new level, and the level
-  into the visited set, at the positions the search found;
+  into the visited set in place, at the positions the search found (``vector_store.py``);
 * each state keeps its first discovery in the scalar BFS's order (parent row, then
   the rank of the action among the scalar successor function's output), and a level
   is stored in that order: without symmetry both kernels store the same states in the
   same order with the same parents, so they find the very same traces;
+* per state the search keeps its fingerprint and, on disk, its parent's row and its
+  action; the levels' keys only where a checkpoint or the state graph needs them;
 * the first state that decides a property sits at the shallowest level, so its trace
-  is a shortest one; it is rebuilt by walking parents and replayed on the scalar model.
+  is a shortest one; it is rebuilt by walking parents, then replaying the actions from
+  the initial state on the scalar model.
 
 A level is the unit of work: the observer, the limits and the "every property is
 decided" stop are looked at between chunks and levels, and a run that stops once
@@ -33,7 +36,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -43,7 +46,7 @@ from isrcheck.properties import Property, verdict
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
                      checkpoint_failure, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import argsort_small, derived_found
+from .vector_arrays import New, argsort_small, derived_found, first_in_groups, merged
 from .vector_store import LevelLog, VisitedSet
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
@@ -67,56 +70,6 @@ def vector_kernel(
 
 def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
-
-
-class _New(NamedTuple):
-    """New states, sorted by fingerprint, with what travels with them."""
-
-    fp: np.ndarray  # fingerprints (the keys' single word when exact)
-    pos: np.ndarray  # where each fingerprint sorts among the visited ones
-    prio: np.ndarray  # parent's row * actions + the action's rank: the scalar BFS's order of discovery
-    keys: np.ndarray  # (words, n)
-    decides: np.ndarray  # (pending properties, n): the state decides that property
-    orbits: np.ndarray | None  # orbit sizes under symmetry
-
-
-
-def _merged(parts: list[_New]) -> _New:
-    """The chunks' new states as one, sorted by fingerprint, each state once with its first
-    discovery. ``parts`` is emptied: each field is gathered, and its parts let go, in turn,
-    so that the level is in memory about once, not three times."""
-    if len(parts) == 1:
-        return parts.pop()
-    fp = np.concatenate([p.fp for p in parts])
-    # sorted runs; a group's members are the same state, so any sort will do
-    index, prio = _first_in_groups(fp, np.argsort(fp), np.concatenate([p.prio for p in parts]))
-    columns = [list(p) for p in parts]
-    parts.clear()
-    out = []
-    for i, name in enumerate(_New._fields):
-        if name == "fp":
-            out.append(fp[index])
-        elif name == "prio":
-            out.append(prio)
-        elif columns[0][i] is None:
-            out.append(None)
-        else:
-            out.append(np.concatenate([c[i] for c in columns], axis=-1).take(index, axis=-1))
-        for c in columns:
-            c[i] = None
-    return _New._make(out)
-
-
-def _first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ``values[order]`` sorted: the index (into values) of one member of each group of
-    equal values, and the group's smallest priority."""
-    sorted_values = values[order]
-    first = np.ones(len(order), dtype=bool)
-    np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    if not len(starts):
-        return starts, prio[:0]
-    return order[starts], np.minimum.reduceat(prio[order], starts)
 
 
 class VectorSearch:
@@ -161,7 +114,7 @@ class VectorSearch:
         self.resumed, self.saver = saving.vector(kernel.words, kernel.action_dtype) if saving else (None, None)
 
     # ---- one chunk, in a worker thread ----------------------------------------------------
-    def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> _New:
+    def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> New:
         """The distinct, not yet visited states among these, each with its first discovery
         (the smallest priority) and its property verdicts."""
         kernel, orbits = self.kernel, None
@@ -169,7 +122,7 @@ class VectorSearch:
             keys, orbits = kernel.canonical_and_orbits(keys)
         fp = kernel.fingerprints(keys)
         order = np.argsort(fp)  # NumPy's SIMD quicksort: 2 to 5 times timsort here (the runs are short)
-        index, prio = _first_in_groups(fp, order, prio)
+        index, prio = first_in_groups(fp, order, prio)
         fp = fp[index]
         pos = np.searchsorted(self.visited, fp)
         if len(self.visited):
@@ -183,15 +136,15 @@ class VectorSearch:
                 np.not_equal(pred(comps), always, out=decides[i])
         if orbits is not None:
             orbits = orbits.take(index).astype(np.uint32)  # at most rf!
-        return _New(fp, pos, prio, keys, decides, orbits)
+        return New(fp, pos, prio, keys, decides, orbits)
 
-    def _expand_chunk(self, start: int) -> tuple[int, _New]:
+    def _expand_chunk(self, start: int) -> tuple[int, New]:
         keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
         prio = self.frontier_rows[rows + start] * len(self.rank) + self.rank[actions]
         return keys.shape[1], self._new_states(keys, prio)
 
     # ---- one level --------------------------------------------------------------------------
-    def _next_level(self, pool: Executor | None, limits: Limits) -> list[_New] | None:
+    def _next_level(self, pool: Executor | None, limits: Limits) -> list[New] | None:
         self._fit_chunk(limits)
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None:
@@ -224,7 +177,7 @@ class VectorSearch:
         self.observer.progress(Progress(self.states, size - (done or 0), self.depth, self.generated,
                                         now - self.started, done, None if done is None else size))
 
-    def _reserve(self, parts: list[_New], chunks: int) -> int:
+    def _reserve(self, parts: list[New], chunks: int) -> int:
         """Memory the search may take before it next looks: the chunks still to run (at most
         one per worker at a time) or, once they are done, storing the level (a copy of its
         new states and the merged visited set), whichever is more."""
@@ -240,13 +193,13 @@ class VectorSearch:
             fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
             self.chunk = int(min(self.chunk, max(MIN_CHUNK, fit)))
 
-    def _store(self, parts: list[_New], pool: Executor | None = None) -> None:
+    def _store(self, parts: list[New], pool: Executor | None = None) -> None:
         """Merge the chunks' new states into one level (a state several chunks found keeps its
         first discovery), add it to the visited set, and store it in the scalar BFS's order;
         the next level is expanded from the states sorted by key (successors then come out
         in sorted runs), with each state's row in that order to compute priorities. The visited
         set's merge runs beside the rest, in the pool."""
-        new = _merged(parts)
+        new = merged(parts)
         merging = pool.submit(self.visited_set.add, new.fp, new.pos) if pool else None
         if merging is None:
             self.visited_set.add(new.fp, new.pos)
