@@ -162,7 +162,7 @@ class VectorKernel:
         return self.symmetry().canonical(keys)
 
     def canonical_and_orbits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``canonical`` and ``orbit_sizes`` of the canonical keys, in one pass."""
+        """``canonical`` and ``orbit_sizes`` in one pass."""
         return self.symmetry().canonical_and_orbits(keys)
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:

@@ -35,7 +35,8 @@ U64 = np.uint64
 
 
 class KernelSymmetry:
-    """``canonical(keys)`` and ``orbit_sizes(keys)`` for one kernel's tables."""
+    """``canonical(keys)`` and ``orbit_sizes(keys)`` (both from ``canonical_and_orbits``) for one
+    kernel's tables."""
 
     def __init__(self, T: Any) -> None:
         self.T = T
@@ -45,9 +46,9 @@ class KernelSymmetry:
         if size > MAX_TABLE_BYTES:
             raise KernelUnsupported(f"the symmetry tables would take {size >> 20:,} MiB (at most {MAX_TABLE_BYTES >> 20} MiB)")
         self.full_group = factorial(rf)
-        self.code_of_perm = np.array([sum(p[i] * rf**i for i in range(rf)) for p in perms], dtype=np.int64)
-        self.perm_of_code = np.full(rf**rf, -1, dtype=np.int64)
-        self.perm_of_code[self.code_of_perm] = np.arange(len(perms))
+        code_of_perm = np.array([sum(p[i] * rf**i for i in range(rf)) for p in perms], dtype=np.int64)
+        self.perm_of_code = np.full(rf**rf, -1, dtype=np.int64)  # sum(label[i] * rf**i) -> index
+        self.perm_of_code[code_of_perm] = np.arange(len(perms))
         self.label = [np.array([p[i] for p in perms], dtype=np.int64) for i in range(rf)]  # label[i][k] = perms[k][i]
         index = {p: k for k, p in enumerate(perms)}
         # compose[t, k]: the index of "relabel by perms[k], then by perms[t]"
@@ -222,21 +223,7 @@ class KernelSymmetry:
         return best, self.full_group // makers
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
-        """|orbit| = rf! / |stabiliser|; only the relabellings inside tied groups can fix a
-        state, so only states with ties are relabelled."""
-        comps = self._components(keys)
-        k, labels, pattern = self._sorting(comps)
-        sizes = np.full(keys.shape[1], self.full_group, dtype=np.int64)
-        rows = np.flatnonzero(pattern)
-        if len(rows):
-            keys, k, pattern = keys[:, rows], k[rows], pattern[rows]
-            comps = {name: v[rows] for name, v in comps.items()}
-            base = self._image(keys, comps, k, [label[rows] for label in labels])
-            fixed = np.ones(len(rows), dtype=np.int64)
-            for tied, img in self._tied(keys, comps, k, pattern):
-                fixed[tied] += (img == base[:, tied]).all(axis=0)
-            sizes[rows] //= fixed
-        return sizes
+        return self.canonical_and_orbits(keys)[1]
 
 
 def _less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
