@@ -20,7 +20,10 @@ operations:
   action; the levels' keys only where a checkpoint or the state graph needs them;
 * the first state that decides a property sits at the shallowest level, so its trace
   is a shortest one; it is rebuilt by walking parents, then replaying the actions from
-  the initial state on the scalar model.
+  the initial state on the scalar model (``vector_traces.py``);
+* past the memory limit the search goes out of core (``vector_spill.py``): the visited
+  set, the level being built and the queue move to disk, with the same counts, order
+  and traces.
 
 A level is the unit of work: the observer, the limits and the "every property is
 decided" stop are looked at between chunks and levels, and a run that stops once
@@ -34,6 +37,7 @@ CPU against 5.4 s) and needed half as much memory again.
 from __future__ import annotations
 
 import os
+import pathlib
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Sequence
@@ -43,11 +47,14 @@ import numpy as np
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
-                     checkpoint_failure, peak_rss)
+from .checkpoint_vector import restore
+from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
+                     checkpoint_failure, peak_rss, release_freed_memory)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import New, argsort_small, derived_found, first_in_groups, merged
-from .vector_store import LevelLog, VisitedSet
+from .vector_arrays import New, argsort_small, first_in_groups, merged
+from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, FrontierFile, LevelRuns, SpilledLevel, file_blocks, spill_folder
+from .vector_store import GROWTH, LevelLog, VisitedSet
+from .vector_traces import path_to
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
@@ -84,13 +91,14 @@ class VectorSearch:
         chunk: int = CHUNK,
         saving: Any = None,
         keep_levels: bool = False,
+        out_of_core: bool = False,
     ) -> None:
         self.model, self.kernel = model, kernel
         self.properties = list(properties)
         self.options = options
         self.observer = observer or Observer()
         self.workers = workers or default_workers()
-        self.chunk = chunk
+        self.chunk = self.max_chunk = chunk
         self.symmetry = options.symmetry
         self.rank = kernel.emission_rank()
         self.by_rank = np.argsort(self.rank).astype(kernel.action_dtype)  # rank -> action index
@@ -103,9 +111,13 @@ class VectorSearch:
         self.levels = LevelLog(on_disk=not self.keep_levels)
         self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
-        self.frontier_rows = np.empty(0, dtype=np.int64)  # their rows in the last level
+        # their rows in the last level's storage order (None out of core: the queue is in that order)
+        self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.int64)
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
         self.pending: list[tuple[str, BatchPredicate, bool]] = []
+        self.last_bytes_per_state, self.last_growth = 0.0, 1.0  # of the last level stored: _make_room's guess
+        self.out_of_core = out_of_core  # go out of core at the first level, limit or not (tests)
+        self.spill_dir: Any = None  # past the memory limit: the folder of what moved to disk
         self.generated = 0
         self.generated_at_level_end = 0  # what a checkpoint saves: a resume redoes the level it was in
         self.full_states = 0
@@ -140,12 +152,18 @@ class VectorSearch:
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
-        prio = self.frontier_rows[rows + start] * len(self.rank) + self.rank[actions]
+        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start]
+        prio = parents * len(self.rank) + self.rank[actions]
         return keys.shape[1], self._new_states(keys, prio)
 
     # ---- one level --------------------------------------------------------------------------
-    def _next_level(self, pool: Executor | None, limits: Limits) -> list[New] | None:
+    def _next_level(self, pool: Executor | None, limits: Limits) -> list[New] | LevelRuns | None:
+        """The next level's new states by chunk: in memory, or as sorted runs on disk when the
+        search is out of core; None when a limit or a stop request ended the level."""
         self._fit_chunk(limits)
+        runs = None if self.spill_dir is None else LevelRuns(
+            pathlib.Path(self.spill_dir.name), self.depth, self.kernel.words, len(self.pending), self.symmetry,
+            min(MERGE_BUDGET, max(MIN_BUDGET, (limits.memory_room() or MERGE_BUDGET) // 16)))
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None:
             futures = [pool.submit(self._expand_chunk, s) for s in starts]
@@ -153,17 +171,20 @@ class VectorSearch:
         else:
             futures = []
             results = (self._expand_chunk(s) for s in starts)
-        parts = []
-        for generated, part in results:
+        parts: list[New] = []
+        for done, (generated, part) in enumerate(results, start=1):
             self.generated += generated
-            parts.append(part)
-            self.stop = self.observer.should_stop() or limits.exceeded(self._reserve(parts, len(starts)))
+            if runs is None:
+                parts.append(part)
+            else:
+                runs.add(part)
+            self.stop = self.observer.should_stop() or limits.exceeded(self._reserve(parts, len(starts) - done))
             if self.stop:
                 for f in futures:
                     f.cancel()
                 return None
-            self._report(len(parts) * self.chunk)
-        return parts
+            self._report(done * self.chunk)
+        return parts if runs is None else runs
 
     def _report(self, done: int | None = None) -> None:
         """Progress, at most every progress_interval: between a level's chunks (``done``: the
@@ -177,65 +198,102 @@ class VectorSearch:
         self.observer.progress(Progress(self.states, size - (done or 0), self.depth, self.generated,
                                         now - self.started, done, None if done is None else size))
 
-    def _reserve(self, parts: list[New], chunks: int) -> int:
+    def _reserve(self, parts: list[New], left: int) -> int:
         """Memory the search may take before it next looks: the chunks still to run (at most
         one per worker at a time) or, once they are done, storing the level (a copy of its
         new states and the merged visited set), whichever is more."""
-        in_flight = min(self.workers, chunks - len(parts)) * self.chunk * CHUNK_BYTES_PER_STATE
+        in_flight = min(self.workers, left) * self.chunk * CHUNK_BYTES_PER_STATE
         level = sum(a.nbytes for p in parts for a in p if a is not None)
         return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
 
     def _fit_chunk(self, limits: Limits) -> None:
         """Under a tight memory limit, chunks small enough that their arrays fit the room left
-        (looked at before each level; chunks only shrink)."""
+        (looked at before each level; out of core the room can grow back, and so can they)."""
         room = limits.memory_room()
         if room is not None:
             fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
-            self.chunk = int(min(self.chunk, max(MIN_CHUNK, fit)))
+            self.chunk = int(min(self.max_chunk, max(MIN_CHUNK, fit)))
 
-    def _store(self, parts: list[New], pool: Executor | None = None) -> None:
-        """Merge the chunks' new states into one level (a state several chunks found keeps its
-        first discovery), add it to the visited set, and store it in the scalar BFS's order;
-        the next level is expanded from the states sorted by key (successors then come out
-        in sorted runs), with each state's row in that order to compute priorities. The visited
-        set's merge runs beside the rest, in the pool."""
-        new = merged(parts)
-        merging = pool.submit(self.visited_set.add, new.fp, new.pos) if pool else None
+    def _unseen(self, parts: list[New] | LevelRuns) -> New | SpilledLevel:
+        """The chunks' new states merged into one level (a state several chunks found keeps its
+        first discovery): in memory, or on disk less those the visited set holds there."""
+        if isinstance(parts, LevelRuns):
+            return parts.merge(self.visited_set.unseen_on_disk, len(self.rank), self.by_rank)
+        return merged(parts)
+
+    def _make_room(self, limits: Limits) -> None:
+        """Before a level, under a memory limit: when the room left would not hold the level in
+        memory (its chunks in flight, and twice the last level's bytes a new state times its
+        new states at the last level's growth), the search goes out of core for good: the
+        visited set, the levels being built and the queue move to disk (``vector_spill.py``).
+        Not where a checkpoint or the state graph keeps every level in memory anyway."""
+        if self.spill_dir is not None or self.keep_levels or not self.visited_set.n:
+            return
+        room = limits.memory_room()
+        if not self.out_of_core:
+            if room is None:
+                return
+            expected = self.frontier.shape[1] * max(1.0, self.last_growth)
+            level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
+            if min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level <= room:
+                return
+        folder = spill_folder()
+        if self.visited_set.spill(pathlib.Path(folder.name)):
+            self.spill_dir = folder
+            release_freed_memory()
+
+    def _store(self, new: New | SpilledLevel, pool: Executor | None = None) -> None:
+        """Add a level's new states to the visited set, and store them in the scalar BFS's order;
+        the next level is expanded from the states in fingerprint order (the key's when exact:
+        successors then come out in sorted runs), with each state's row in storage order to
+        compute priorities. The visited set's merge runs beside the rest, in the pool."""
+        if isinstance(new, SpilledLevel):
+            merge, args = self._absorb, (new.fingerprints,)
+        else:
+            merge, args = self.visited_set.add, (new.fp, new.pos)
+        merging = pool.submit(merge, *args) if pool else None
         if merging is None:
-            self.visited_set.add(new.fp, new.pos)
-        by_prio = argsort_small(new.prio)
-        self.frontier = new.keys
-        self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
-        self.frontier_rows[by_prio] = np.arange(len(by_prio))
-        parents, ranks = np.divmod(new.prio[by_prio], len(self.rank))
-        if self.keep_levels or not self.keys:
-            self.keys.append(new.keys[:, by_prio])
-        self.levels.append(parents.astype(np.uint32), self.by_rank[ranks])
-        if new.orbits is not None:
-            self.full_states += int(new.orbits.sum())
-        depth = self.depth - 1
-        for (name, _, _), decides in zip(self.pending, new.decides):
-            rows = np.flatnonzero(decides)
-            if len(rows):  # the first in storage order
-                self.found[name] = (depth, int(self.frontier_rows[rows].min()))
+            merge(*args)
+        self.last_growth = _size(new) / max(1, self.frontier.shape[1])
+        if isinstance(self.frontier, FrontierFile):
+            self.frontier.remove()
+        first_rows = self._spilled(new) if isinstance(new, SpilledLevel) else self._in_memory(new)
+        for (name, _, _), row in zip(self.pending, first_rows):
+            if row >= 0:
+                self.found[name] = (self.depth - 1, row)
         self.pending = [p for p in self.pending if p[0] not in self.found]
         self.generated_at_level_end = self.generated
         if merging is not None:
             merging.result()
 
-    def _restore(self) -> None:
-        """Continue a saved search: its levels as saved; the visited set and the frontier
-        derived from them exactly as ``_store`` built them (fingerprints are unique)."""
-        saved, kernel = self.resumed, self.kernel
-        self.keys = saved.keys
-        self.levels.replace(saved.parents, saved.actions)
-        self.generated = self.generated_at_level_end = saved.generated
-        self.full_states, self.found = saved.full_states, dict(saved.found)
-        check_found(self.found, derived_found(kernel, self.keys, self.pending), self.saver.folder)
-        fps = [kernel.fingerprints(k) for k in self.keys]
-        self.visited_set.replace(np.sort(np.concatenate(fps)))
-        order = np.argsort(fps[-1], kind="stable")
-        self.frontier, self.frontier_rows = self.keys[-1][:, order], order.astype(np.int64)
+    def _in_memory(self, new: New) -> list[int]:
+        """Store a level built in memory; per pending property, the row of its first deciding state."""
+        self.last_bytes_per_state = sum(a.nbytes for a in new if a is not None) / max(1, len(new.fp))
+        by_prio = argsort_small(new.prio)
+        prio = new.prio[by_prio]
+        self.frontier = new.keys
+        self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
+        self.frontier_rows[by_prio] = np.arange(len(by_prio))
+        if self.keep_levels or not self.keys:
+            self.keys.append(new.keys[:, by_prio])
+        parents, ranks = np.divmod(prio, len(self.rank))
+        self.levels.append(parents.astype(np.uint32), self.by_rank[ranks])
+        if new.orbits is not None:
+            self.full_states += int(new.orbits.sum())
+        # the first in storage order: the smallest priority
+        return [int(np.searchsorted(prio, new.prio[d].min())) if d.any() else -1 for d in new.decides]
+
+    def _spilled(self, new: SpilledLevel) -> list[int]:
+        """Store a level built on disk: its queue is in storage order, so a state's row is its place."""
+        self.frontier, self.frontier_rows = new.frontier, None
+        self.levels.adopt(new.parents, new.actions, new.n, self.by_rank.dtype)
+        self.full_states += new.orbits
+        return new.first_rows
+
+    def _absorb(self, fingerprints: pathlib.Path) -> None:
+        """Out of core: merge a level's fingerprints (a sorted file) into the visited set's file."""
+        self.visited_set.disk.absorb(file_blocks(fingerprints, np.uint64, DISK_BLOCK))
+        fingerprints.unlink()
 
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -246,27 +304,32 @@ class VectorSearch:
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         exhausted = False
         if self.resumed is not None:
-            self._restore()
+            restore(self, self.resumed)
             self.pending = [p for p in self.pending if p[0] not in self.found]
             exhausted = self.resumed.exhausted and self._nothing_new(limits)
         else:
             init = kernel.initial_keys()
             self.generated = n = init.shape[1]
-            self._store([self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank))])
+            self._store(self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank)))
             self._save(started)
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
             while not exhausted and (opts.explore_all or self.pending):
                 if opts.max_depth is not None and self.depth >= opts.max_depth:
                     break
+                self._make_room(limits)
                 parts = self._next_level(pool, limits)
                 if parts is None:
                     break
-                if not any(len(p.fp) for p in parts):
+                new = self._unseen(parts)
+                if not _size(new):
                     exhausted = True
                     self.generated_at_level_end = self.generated  # the last level is expanded
                     break
-                self._store(parts, pool)
+                self._store(new, pool)
+                del new  # the frontier keeps its keys; the rest goes before the next level
+                if self.spill_dir is not None:  # the level's transients go back to the system
+                    release_freed_memory()
                 self._save(started)
                 if self.stop:
                     break
@@ -275,7 +338,10 @@ class VectorSearch:
             if pool:
                 pool.shutdown(cancel_futures=True)
         self._save(started, exhausted)
-        return self._result(time.monotonic() - started, exhausted)
+        result = self._result(time.monotonic() - started, exhausted)
+        if isinstance(self.frontier, FrontierFile):
+            self.frontier.remove()
+        return result
 
     def _nothing_new(self, limits: Limits) -> bool:
         """A saved 'exhausted' is checked, not trusted: its last level has no new successor
@@ -283,7 +349,7 @@ class VectorSearch:
         generated = self.generated
         parts = self._next_level(None, limits)
         self.generated = generated
-        if parts is not None and any(len(p.fp) for p in parts):
+        if parts is not None and _size(self._unseen(parts)):
             raise CheckpointError(f"checkpoint in {self.saver.folder} is inconsistent: it says the search was "
                                   "complete, but its last level has new successors (it was edited)")
         return parts is not None
@@ -323,7 +389,7 @@ class VectorSearch:
         opts = self.options
         at_depth = opts.max_depth is not None and self.depth >= opts.max_depth
         exhausted = not self.stop and (exhausted_space or at_depth)
-        note = self.collision_note()
+        note = "" if self.kernel.exact else self.visited_set.collision_note(self.states, self.generated)
         paths = {name: self.path_to(*where) for name, where in self.found.items()}
         results = property_results(self.properties, paths, exhausted, note)
         stats = Stats(
@@ -334,6 +400,7 @@ class VectorSearch:
             peak_memory=peak_rss(),
             queue=0 if exhausted_space else self.frontier.shape[1],
             full_states=self.full_states if self.symmetry else None,
+            on_disk=self.visited_set.disk.n if self.visited_set.disk else 0,
         )
         return CheckResult(
             engine="bfs",
@@ -347,48 +414,9 @@ class VectorSearch:
         )
 
     def path_to(self, depth: int, row: int) -> Path:
-        """Walk parents back to the initial state, then replay the path on the scalar model."""
-        rows, actions = [], []
-        while depth >= 0:
-            rows.append(row)
-            actions.append(int(self.actions[depth][row]))
-            row = int(self.parents[depth][row])
-            depth -= 1
-        rows.reverse()
-        actions.reverse()
-        kernel, model = self.kernel, self.model
-        if self.keep_levels:
-            chain = [VectorKernel.int_of_key(self.keys[d][:, r]) for d, r in enumerate(rows)]
-        else:
-            chain = self._replayed_keys(VectorKernel.int_of_key(self.keys[0][:, rows[0]]), actions[1:])
-        if self.symmetry:
-            return Path.replay(model, chain, kernel.canonical_of_scalar)
-        states = [kernel.scalar_of_key(k) for k in chain]
-        for i, a in enumerate(actions[1:], start=1):
-            if model.step(states[i - 1], a) != states[i]:  # pragma: no cover - a kernel bug
-                raise AssertionError(f"the vector kernel's step {i} ({model.describe(a)}) disagrees with the model")
-        return Path(tuple(states), tuple(actions[1:]))
+        """The trace to a stored state (``vector_traces.py``)."""
+        return path_to(self, depth, row)
 
-    def _replayed_keys(self, root: int, actions: list[int]) -> list[int]:
-        """The stored keys along a path, from its initial key and actions: each action taken
-        from the stored (canonical) state, as the search took it."""
-        kernel, model = self.kernel, self.model
-        norm = kernel.canonical_of_scalar if self.symmetry else kernel.key_of_scalar
-        chain, state = [root], kernel.scalar_of_key(root)
-        for a in actions:
-            chain.append(norm(model.step(state, a)))
-            state = kernel.scalar_of_key(chain[-1])
-        return chain
 
-    def collision_note(self) -> str:
-        """TLC's two estimates of a fingerprint collision, when keys are fingerprinted."""
-        if self.kernel.exact:
-            return ""
-        d, g = self.states, self.generated
-        optimistic = d * (g - d) / 2.0**64
-        gap = self.visited_set.smallest_gap()
-        actual = 1.0 / float(gap) if gap else 0.0
-        return (
-            f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
-            f"based on the actual fingerprints val = {actual:.1E}"
-        )
+def _size(level: New | SpilledLevel) -> int:
+    return level.n if isinstance(level, SpilledLevel) else len(level.fp)

@@ -7,6 +7,7 @@ and a stop flag that Ctrl-C, a time limit or a memory limit sets.
 
 from __future__ import annotations
 
+import ctypes
 import resource
 import time
 from dataclasses import dataclass
@@ -132,6 +133,16 @@ def stopped_building(engine: str, properties: Sequence[Property], options: Check
     results = property_results(properties, {}, False, note=BUILDING_NOTE)
     return CheckResult(engine, False, results, stats, stop_reason=reason, symmetry=options.symmetry,
                        search_note=BUILDING_NOTE)
+
+
+def release_freed_memory() -> None:
+    """Hand memory that was freed but kept by glibc's allocator (its arenas keep up to 64 MiB
+    each, one per thread) back to the system, so that the resident set the memory limit
+    reads is what is in use. A no-op where the C library is not glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def current_rss() -> int:

@@ -78,6 +78,7 @@ class Stats:
     peak_memory: int = 0  # bytes, peak resident set size of this process
     full_states: int | None = None  # states before symmetry reduction, when known
     queue: int = 0  # states discovered but not yet expanded when the run ended
+    on_disk: int = 0  # fingerprints of the visited set on disk when the run ended (past the memory limit)
 
     @property
     def states_per_second(self) -> float:

@@ -12,25 +12,54 @@ and actions are read only to rebuild a trace. So:
 * ``LevelLog``: each level's parents and actions in a file of a temporary folder
   (written once, read back through a memory map to rebuild a trace), or in memory
   where a checkpoint or the state graph reads them as arrays.
+
+Past the memory limit the visited set moves to disk (``spill``): ``vector_spill.py``.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .vector_spill import DISK_BLOCK, DiskRun, smallest_gap
 
 GROWTH = 1.125  # the visited buffer's room to grow: at most an eighth of it is unused
 MERGE_BLOCK = 1 << 20  # old fingerprints moved per step of an in-place merge
 
 
 class VisitedSet:
-    """Sorted, distinct uint64 fingerprints that grow in place."""
+    """Sorted, distinct uint64 fingerprints that grow in place; past the memory limit, most
+    of them in a ``DiskRun`` (``spill``), and only those visited since in memory."""
 
     def __init__(self) -> None:
         self._buf = np.empty(0, dtype=np.uint64)
-        self.n = 0
+        self.n = 0  # in memory
+        self.disk: DiskRun | None = None
+
+    @property
+    def total(self) -> int:
+        """Fingerprints in memory and on disk."""
+        return self.n + (self.disk.n if self.disk else 0)
+
+    def spill(self, folder: Path) -> bool:
+        """Move the fingerprints in memory to disk (a file in ``folder``, the first time) and
+        free their memory; False (and nothing moved) when the folder cannot take them."""
+        disk = self.disk or DiskRun(folder)
+        values = self.values
+        try:
+            disk.absorb(values[lo : lo + DISK_BLOCK] for lo in range(0, self.n, DISK_BLOCK))
+        except OSError:
+            return False
+        self.disk = disk
+        self._buf, self.n = np.empty(0, dtype=np.uint64), 0
+        return True
+
+    def unseen_on_disk(self, fp: np.ndarray) -> np.ndarray:
+        """For sorted, distinct fingerprints: a mask of those not on disk."""
+        return self.disk.absent(fp) if self.disk else np.ones(len(fp), dtype=bool)
 
     @property
     def values(self) -> np.ndarray:
@@ -48,12 +77,21 @@ class VisitedSet:
 
     def smallest_gap(self) -> int:
         """The least difference of two neighbours (0 with fewer than two values), a block at a
-        time: a difference array of the whole set would be as big as the set."""
-        values, best = self.values, None
-        for lo in range(0, self.n - 1, MERGE_BLOCK):
-            gap = int(np.diff(values[lo : lo + MERGE_BLOCK + 1]).min())
-            best = gap if best is None else min(best, gap)
-        return best or 0
+        time: a difference array of the whole set would be as big as the set. With a disk
+        part, the set in memory is spilled first: the file's writer measures its gaps."""
+        if self.disk is None:
+            return smallest_gap(self.values, MERGE_BLOCK)
+        if self.n and not self.spill(self.disk.folder):  # no room: each part's gaps, not those between them
+            return min([g for g in (self.disk.smallest_gap, smallest_gap(self.values, MERGE_BLOCK)) if g], default=0)
+        return self.disk.smallest_gap
+
+    def collision_note(self, states: int, generated: int) -> str:
+        """TLC's two estimates of a collision among these fingerprints."""
+        optimistic = states * (generated - states) / 2.0**64
+        gap = self.smallest_gap()
+        actual = 1.0 / float(gap) if gap else 0.0
+        return (f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
+                f"based on the actual fingerprints val = {actual:.1E}")
 
     def replace(self, values: np.ndarray) -> None:
         """Take these sorted values (copied unless the array owns them: it will be resized)."""
@@ -107,6 +145,19 @@ class LevelLog:
             pass
         self.parents.append(parents)
         self.actions.append(actions)
+
+    def adopt(self, parents: Path, actions: Path, n: int, action_dtype: np.dtype) -> None:
+        """A level whose parents (uint32) and actions were written elsewhere (out of core):
+        its files move into this log's folder."""
+        assert self.folder is not None, "a log kept in memory never goes out of core"
+        depth, arrays = len(self.parents), []
+        for kind, path, dtype in (("parents", parents, np.dtype(np.uint32)), ("actions", actions, action_dtype)):
+            moved = Path(self.folder.name) / f"{kind}-{depth:05d}"
+            os.replace(path, moved)
+            arrays.append(np.memmap(moved, dtype=dtype, mode="r", shape=(n,)) if n else np.empty(0, dtype=dtype))
+        self.parents.append(arrays[0])
+        self.actions.append(arrays[1])
+        self.states += n
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (kept in memory: the run saves them again)."""

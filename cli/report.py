@@ -82,6 +82,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "seconds": round(r.stats.seconds, 3),
         "states_per_second": round(r.stats.states_per_second, 1),
         "peak_memory_bytes": r.stats.peak_memory,
+        **({"visited_on_disk": r.stats.on_disk} if r.stats.on_disk else {}),
         "properties": [
             {
                 "name": p.name,
@@ -181,6 +182,7 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         lines.append(
             f"states: {s.states:,} distinct{full}, {s.generated:,} generated, depth {s.depth}, "
             f"{s.seconds:.2f} s, {s.states_per_second:,.0f} states/s, peak memory {s.peak_memory / 2**20:,.0f} MiB"
+            + (f", {s.on_disk:,} visited states' fingerprints on disk" if s.on_disk else "")
         )
     if shared:
         lines.append(shared)
