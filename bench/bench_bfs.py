@@ -37,7 +37,7 @@ CONFIGS = {
 # function derived from the action definitions instead of the hand-fused one of fused.py);
 # "tables" is the time to build the model's tables (and the vector kernel's), before the search;
 # --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does),
-# and so is --property (default: every state property that applies).
+# and so are --property (default: every state property that applies) and --max-memory.
 CHILD = r"""
 import json, os, resource, sys, time
 from click.core import ParameterSource
@@ -71,7 +71,8 @@ if p["kernel"] == "vector":
 tables = time.perf_counter() - t
 baseline = current_rss()
 t, cpu = time.perf_counter(), time.process_time()
-run = CheckRun(config, "bfs", tuple(p["properties"]), CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"]), None,
+options = CheckOptions(symmetry=p["symmetry"], explore_all=p["explore_all"], max_memory=p["max_memory"])
+run = CheckRun(config, "bfs", tuple(p["properties"]), options, None,
                engine_args=engine_args, checkpoint_dir=p["checkpoint_dir"])
 result = run_check(run).result
 s = result.stats
@@ -83,7 +84,7 @@ procs = 1 + (result.workers if result.kernel == "scalar" and result.workers > 1 
 peak = s.peak_memory if procs > 1 else peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
                       wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline,
-                      kernel=result.kernel, workers=result.workers)))
+                      kernel=result.kernel, workers=result.workers, complete=result.complete, on_disk=s.on_disk)))
 """
 
 

@@ -165,7 +165,7 @@ class VectorSearch:
             pathlib.Path(self.spill_dir.name), self.depth, self.kernel.words, len(self.pending), self.symmetry,
             min(MERGE_BUDGET, max(MIN_BUDGET, (limits.memory_room() or MERGE_BUDGET) // 16)))
         starts = range(0, self.frontier.shape[1], self.chunk)
-        if pool is not None:
+        if pool is not None and self.expanding > 1:
             futures = [pool.submit(self._expand_chunk, s) for s in starts]
             results = (f.result() for f in futures)
         else:
@@ -202,7 +202,7 @@ class VectorSearch:
         """Memory the search may take before it next looks: the chunks still to run (at most
         one per worker at a time) or, once they are done, storing the level (a copy of its
         new states and the merged visited set), whichever is more."""
-        in_flight = min(self.workers, left) * self.chunk * CHUNK_BYTES_PER_STATE
+        in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
         level = sum(a.nbytes for p in parts for a in p if a is not None)
         return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
 
@@ -211,7 +211,7 @@ class VectorSearch:
         (looked at before each level; out of core the room can grow back, and so can they)."""
         room = limits.memory_room()
         if room is not None:
-            fit = room // (8 * self.workers * CHUNK_BYTES_PER_STATE)
+            fit = room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)
             self.chunk = int(min(self.max_chunk, max(MIN_CHUNK, fit)))
 
     def _unseen(self, parts: list[New] | LevelRuns) -> New | SpilledLevel:
@@ -362,6 +362,13 @@ class VectorSearch:
             self.saver.save(self, time.monotonic() - started, exhausted)
         except OSError as e:
             self.stop, self.saver = self.stop or checkpoint_failure(e), None
+
+    @property
+    def expanding(self) -> int:
+        """Threads expanding chunks at once: one out of core, where the room is tight and a
+        chunk twice the size costs less than two chunks side by side (measured: 8.6 s against
+        15.5 s on kip320-rf3-e3 under 200M); the pool then merges the visited set's file."""
+        return 1 if self.spill_dir is not None else self.workers
 
     @property
     def states(self) -> int:
