@@ -37,7 +37,6 @@ CPU against 5.4 s) and needed half as much memory again.
 from __future__ import annotations
 
 import os
-import pathlib
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Sequence
@@ -52,15 +51,11 @@ from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, 
                      checkpoint_failure, peak_rss, release_freed_memory)
 from .result import CheckResult, Path, Stats, property_results
 from .vector_arrays import New, argsort_small, first_in_groups, merged
-from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, FrontierFile, LevelRuns, SpilledLevel, file_blocks, spill_folder
-from .vector_store import GROWTH, LevelLog, VisitedSet
+from .vector_memory import CHUNK, MemoryFit
+from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
+from .vector_store import LevelLog, VisitedSet
 from .vector_traces import path_to
 
-CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
-MIN_CHUNK = 1 << 10
-# peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
-# forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
-CHUNK_BYTES_PER_STATE = 768
 
 
 def vector_kernel(
@@ -79,7 +74,7 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-class VectorSearch:
+class VectorSearch(MemoryFit):
     def __init__(
         self,
         model: SearchModel,
@@ -161,9 +156,7 @@ class VectorSearch:
         """The next level's new states by chunk: in memory, or as sorted runs on disk when the
         search is out of core; None when a limit or a stop request ended the level."""
         self._fit_chunk(limits)
-        runs = None if self.spill_dir is None else LevelRuns(
-            pathlib.Path(self.spill_dir.name), self.depth, self.kernel.words, len(self.pending), self.symmetry,
-            min(MERGE_BUDGET, max(MIN_BUDGET, (limits.memory_room() or MERGE_BUDGET) // 16)))
+        runs = None if self.spill_dir is None else self._level_runs(limits)
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None and self.expanding > 1:
             futures = [pool.submit(self._expand_chunk, s) for s in starts]
@@ -198,49 +191,12 @@ class VectorSearch:
         self.observer.progress(Progress(self.states, size - (done or 0), self.depth, self.generated,
                                         now - self.started, done, None if done is None else size))
 
-    def _reserve(self, parts: list[New], left: int) -> int:
-        """Memory the search may take before it next looks: the chunks still to run (at most
-        one per worker at a time) or, once they are done, storing the level (a copy of its
-        new states and the merged visited set), whichever is more."""
-        in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
-        level = sum(a.nbytes for p in parts for a in p if a is not None)
-        return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
-
-    def _fit_chunk(self, limits: Limits) -> None:
-        """Under a tight memory limit, chunks small enough that their arrays fit the room left
-        (looked at before each level; out of core the room can grow back, and so can they)."""
-        room = limits.memory_room()
-        if room is not None:
-            fit = room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)
-            self.chunk = int(min(self.max_chunk, max(MIN_CHUNK, fit)))
-
     def _unseen(self, parts: list[New] | LevelRuns) -> New | SpilledLevel:
         """The chunks' new states merged into one level (a state several chunks found keeps its
         first discovery): in memory, or on disk less those the visited set holds there."""
         if isinstance(parts, LevelRuns):
             return parts.merge(self.visited_set.unseen_on_disk, len(self.rank), self.by_rank)
         return merged(parts)
-
-    def _make_room(self, limits: Limits) -> None:
-        """Before a level, under a memory limit: when the room left would not hold the level in
-        memory (its chunks in flight, and twice the last level's bytes a new state times its
-        new states at the last level's growth), the search goes out of core for good: the
-        visited set, the levels being built and the queue move to disk (``vector_spill.py``).
-        Not where a checkpoint or the state graph keeps every level in memory anyway."""
-        if self.spill_dir is not None or self.keep_levels or not self.visited_set.n:
-            return
-        room = limits.memory_room()
-        if not self.out_of_core:
-            if room is None:
-                return
-            expected = self.frontier.shape[1] * max(1.0, self.last_growth)
-            level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
-            if min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level <= room:
-                return
-        folder = spill_folder()
-        if self.visited_set.spill(pathlib.Path(folder.name)):
-            self.spill_dir = folder
-            release_freed_memory()
 
     def _store(self, new: New | SpilledLevel, pool: Executor | None = None) -> None:
         """Add a level's new states to the visited set, and store them in the scalar BFS's order;
@@ -283,18 +239,6 @@ class VectorSearch:
         # the first in storage order: the smallest priority
         return [int(np.searchsorted(prio, new.prio[d].min())) if d.any() else -1 for d in new.decides]
 
-    def _spilled(self, new: SpilledLevel) -> list[int]:
-        """Store a level built on disk: its queue is in storage order, so a state's row is its place."""
-        self.frontier, self.frontier_rows = new.frontier, None
-        self.levels.adopt(new.parents, new.actions, new.n, self.by_rank.dtype)
-        self.full_states += new.orbits
-        return new.first_rows
-
-    def _absorb(self, fingerprints: pathlib.Path) -> None:
-        """Out of core: merge a level's fingerprints (a sorted file) into the visited set's file."""
-        self.visited_set.disk.absorb(file_blocks(fingerprints, np.uint64, DISK_BLOCK))
-        fingerprints.unlink()
-
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
         opts, kernel = self.options, self.kernel
@@ -317,17 +261,19 @@ class VectorSearch:
             while not exhausted and (opts.explore_all or self.pending):
                 if opts.max_depth is not None and self.depth >= opts.max_depth:
                     break
-                self._make_room(limits)
-                parts = self._next_level(pool, limits)
-                if parts is None:
+                try:
+                    stored = self._level(pool, limits)
+                except OSError as e:  # out of core, a file could not be written: stop, with what was stored
+                    if self.spill_dir is None:
+                        raise
+                    self.stop = f"out-of-core files not written ({e.strerror or e})"
                     break
-                new = self._unseen(parts)
-                if not _size(new):
+                if stored is None:
+                    break
+                if not stored:
                     exhausted = True
                     self.generated_at_level_end = self.generated  # the last level is expanded
                     break
-                self._store(new, pool)
-                del new  # the frontier keeps its keys; the rest goes before the next level
                 if self.spill_dir is not None:  # the level's transients go back to the system
                     release_freed_memory()
                 self._save(started)
@@ -342,6 +288,19 @@ class VectorSearch:
         if isinstance(self.frontier, FrontierFile):
             self.frontier.remove()
         return result
+
+    def _level(self, pool: Executor | None, limits: Limits) -> bool | None:
+        """Expand the frontier and store the next level: True; False when it has no new
+        state; None when a limit or a stop request ended it."""
+        self._make_room(limits)
+        parts = self._next_level(pool, limits)
+        if parts is None:
+            return None
+        new = self._unseen(parts)
+        if not _size(new):
+            return False
+        self._store(new, pool)
+        return True
 
     def _nothing_new(self, limits: Limits) -> bool:
         """A saved 'exhausted' is checked, not trusted: its last level has no new successor
@@ -362,13 +321,6 @@ class VectorSearch:
             self.saver.save(self, time.monotonic() - started, exhausted)
         except OSError as e:
             self.stop, self.saver = self.stop or checkpoint_failure(e), None
-
-    @property
-    def expanding(self) -> int:
-        """Threads expanding chunks at once: one out of core, where the room is tight and a
-        chunk twice the size costs less than two chunks side by side (measured: 8.6 s against
-        15.5 s on kip320-rf3-e3 under 200M); the pool then merges the visited set's file."""
-        return 1 if self.spill_dir is not None else self.workers
 
     @property
     def states(self) -> int:

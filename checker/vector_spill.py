@@ -178,9 +178,12 @@ class LevelRuns:
         self.folder, self.prefix = folder, f"level-{depth:05d}"
         self.runs: list[tuple[Path, int]] = []
         self.budget = budget  # bytes: see MERGE_BUDGET
+        self.chunks: list[np.ndarray] = []  # chunks' records not yet written
 
     def add(self, new: Any) -> None:
-        """One chunk's new states (``vector_arrays.New``), sorted by fingerprint."""
+        """One chunk's new states (``vector_arrays.New``), sorted by fingerprint; written as a
+        run once the chunks held reach the budget (a run per chunk would make a level's merge
+        read hundreds of runs a few records at a time under a tight limit)."""
         if not len(new.fp):
             return
         records = np.empty(len(new.fp), dtype=self.dtype)
@@ -189,7 +192,16 @@ class LevelRuns:
             records["decides"] = new.decides.T
         if new.orbits is not None:
             records["orbits"] = new.orbits
-        self.runs.append(self._written(records, "run"))
+        self.chunks.append(records)
+        if sum(c.nbytes for c in self.chunks) >= self.budget:
+            self._fp_run()
+
+    def _fp_run(self) -> None:
+        """The chunks held, as one run sorted by fingerprint, each state once."""
+        if self.chunks:
+            records = np.concatenate(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
+            self.chunks.clear()
+            self.runs.append(self._written(_first_in_groups(records[np.argsort(records["fp"], kind="stable")]), "run"))
 
     def _written(self, records: np.ndarray, kind: str) -> tuple[Path, int]:
         path = self.folder / f"{self.prefix}-{kind}-{len(self.runs):06d}"
@@ -202,6 +214,7 @@ class LevelRuns:
         written sorted, and priorities and keys as runs sorted by priority. By priority: the
         runs merged into storage order, written as the queue's keys, the parents (priority
         over ``actions``) and the actions (``by_rank`` of the remainder)."""
+        self._fp_run()
         first, orbits = [NO_PRIO] * self.pending, 0
         fps = self.folder / f"{self.prefix}-fingerprints"
         runs, self.runs, buffered = self.runs, [], []
@@ -244,7 +257,7 @@ class LevelRuns:
 
     def _sources(self, runs: list[tuple[Path, int]], dtype: np.dtype) -> list[Iterator[np.ndarray]]:
         """Each run read a block at a time, the blocks sharing the budget."""
-        block = max(1024, self.budget // max(1, len(runs)) // dtype.itemsize)
+        block = max(64, self.budget // max(1, len(runs)) // dtype.itemsize)  # many runs: small reads
         return [file_blocks(p, dtype, block, n) for p, n in runs]
 
     def _sorted_run(self, buffered: list[np.ndarray]) -> None:

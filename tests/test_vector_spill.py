@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isrcheck.checker import CheckOptions, bfs_vector
+from isrcheck.checker import CheckOptions, bfs_vector, vector_memory
 from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.engine import Limits
 from isrcheck.checker.vector_spill import DISK_BLOCK, DiskRun, FrontierFile, file_blocks, merged_sorted
@@ -95,7 +95,7 @@ def searched(config: ModelConfig, options: dict, **kw):
 def test_out_of_core_stores_the_same_levels_and_finds_the_same_traces_as_in_memory(name, monkeypatch):
     config, options = CONFIGS[name]
     memory, expected = searched(config, options)
-    monkeypatch.setattr(bfs_vector, "MERGE_BUDGET", 1 << 16)  # many runs, many merge steps per level
+    monkeypatch.setattr(vector_memory, "MERGE_BUDGET", 1 << 18)  # many runs, many merge steps per level
     disk, got = searched(config, options, out_of_core=True, workers=2)
     assert got.stats.on_disk == got.stats.states > 10_000 and expected.stats.on_disk == 0
     for field in ("states", "generated", "depth", "full_states", "queue"):
@@ -130,3 +130,20 @@ def test_max_memory_below_what_the_levels_need_sends_the_main_job_out_of_core(tm
         trace = itf.load(p["trace_file"])
         replay(trace)
         assert len(trace.steps) == p["trace_length"]
+
+
+def test_a_full_disk_out_of_core_stops_the_search_cleanly_with_what_it_stored(monkeypatch):
+    config, options = CONFIGS["rf3-symmetry"]
+    calls = {"n": 0}
+    real_add = bfs_vector.LevelRuns.add
+
+    def add(self, new):
+        calls["n"] += 1
+        if calls["n"] > 40:
+            raise OSError(28, "No space left on device")
+        real_add(self, new)
+
+    monkeypatch.setattr(bfs_vector.LevelRuns, "add", add)
+    search, got = searched(config, options, out_of_core=True)
+    assert not got.complete and got.stop_reason == "out-of-core files not written (No space left on device)"
+    assert 0 < got.stats.states == sum(len(p) for p in search.parents) and got.stats.queue > 0

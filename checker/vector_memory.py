@@ -1,0 +1,112 @@
+"""How the vector search fits its memory limit: chunks sized to the room left, the room a
+level needs, and going out of core when it would not fit (``vector_spill.py``).
+
+A mixin of ``bfs_vector.VectorSearch``: these read the search's frontier, visited set and
+last level, and are kept apart so that the search's loop reads as a loop.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from .engine import Limits, release_freed_memory
+from .vector_arrays import New
+from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, LevelRuns, SpilledLevel, file_blocks, spill_folder
+from .vector_store import GROWTH
+
+CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
+MIN_CHUNK = 1 << 10
+# peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
+# forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
+CHUNK_BYTES_PER_STATE = 768
+
+
+class MemoryFit:
+    """The vector search's memory policy (mixed into ``VectorSearch``)."""
+
+    workers: int
+    chunk: int
+    max_chunk: int
+    spill_dir: Any
+    out_of_core: bool
+    keep_levels: bool
+    last_bytes_per_state: float
+    last_growth: float
+    frontier: Any
+    frontier_rows: np.ndarray | None
+    visited_set: Any
+    levels: Any
+    by_rank: np.ndarray
+    full_states: int
+    kernel: Any
+    pending: list
+    symmetry: bool
+    depth: int
+
+    @property
+    def expanding(self) -> int:
+        """Threads expanding chunks at once: one out of core, where the room is tight and a
+        chunk twice the size costs less than two chunks side by side (measured: 8.6 s against
+        15.5 s on kip320-rf3-e3 under 200M); the pool then merges the visited set's file."""
+        return 1 if self.spill_dir is not None else self.workers
+
+    def _reserve(self, parts: list[New], left: int) -> int:
+        """Memory the search may take before it next looks: the chunks still to run (at most
+        one per worker at a time) or, once they are done, storing the level (a copy of its
+        new states and the merged visited set), whichever is more."""
+        in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
+        level = sum(a.nbytes for p in parts for a in p if a is not None)
+        return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
+
+    def _fit_chunk(self, limits: Limits) -> None:
+        """Under a tight memory limit, chunks small enough that their arrays fit the room left
+        (looked at before each level; out of core the room can grow back, and so can they)."""
+        room = limits.memory_room()
+        if room is not None:
+            fit = room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)
+            self.chunk = int(min(self.max_chunk, max(MIN_CHUNK, fit)))
+
+    def _make_room(self, limits: Limits) -> None:
+        """Before a level, under a memory limit: when the room left would not hold the level in
+        memory (its chunks in flight, and twice the last level's bytes a new state times its
+        new states at the last level's growth), the search goes out of core for good: the
+        visited set, the levels being built and the queue move to disk (``vector_spill.py``).
+        Not where a checkpoint or the state graph keeps every level in memory anyway."""
+        if self.spill_dir is not None or self.keep_levels or not self.visited_set.n:
+            return
+        room = limits.memory_room()
+        if not self.out_of_core:
+            if room is None:
+                return
+            expected = self.frontier.shape[1] * max(1.0, self.last_growth)
+            level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
+            if min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level <= room:
+                return
+        try:
+            folder = spill_folder()
+        except OSError:  # no temporary folder: the search stays in memory
+            return
+        if self.visited_set.spill(pathlib.Path(folder.name)):
+            self.spill_dir = folder
+            release_freed_memory()
+
+    def _level_runs(self, limits: Limits) -> LevelRuns:
+        """Out of core, where a level's chunks go: its merge's buffers take a sixteenth of the room left."""
+        budget = min(MERGE_BUDGET, max(MIN_BUDGET, (limits.memory_room() or MERGE_BUDGET) // 16))
+        return LevelRuns(pathlib.Path(self.spill_dir.name), self.depth, self.kernel.words, len(self.pending),
+                         self.symmetry, budget)
+
+    def _spilled(self, new: SpilledLevel) -> list[int]:
+        """Store a level built on disk: its queue is in storage order, so a state's row is its place."""
+        self.frontier, self.frontier_rows = new.frontier, None
+        self.levels.adopt(new.parents, new.actions, new.n, self.by_rank.dtype)
+        self.full_states += new.orbits
+        return new.first_rows
+
+    def _absorb(self, fingerprints: pathlib.Path) -> None:
+        """Out of core: merge a level's fingerprints (a sorted file) into the visited set's file."""
+        self.visited_set.disk.absorb(file_blocks(fingerprints, np.uint64, DISK_BLOCK))
+        fingerprints.unlink()
