@@ -84,7 +84,7 @@ procs = 1 + (result.workers if result.kernel == "scalar" and result.workers > 1 
 peak = s.peak_memory if procs > 1 else peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
                       wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline,
-                      kernel=result.kernel, workers=result.workers, complete=result.complete, on_disk=s.on_disk)))
+                      kernel=result.kernel, workers=result.workers, complete=result.complete, on_disk=getattr(s, "on_disk", 0))))  # older builds: none
 """
 
 

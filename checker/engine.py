@@ -136,9 +136,9 @@ def stopped_building(engine: str, properties: Sequence[Property], options: Check
 
 
 def release_freed_memory() -> None:
-    """Hand memory that was freed but kept by glibc's allocator (its arenas keep up to 64 MiB
-    each, one per thread) back to the system, so that the resident set the memory limit
-    reads is what is in use. A no-op where the C library is not glibc."""
+    """Hand memory that was freed but kept by glibc's allocator (in its arenas, one per
+    thread) back to the system, so that the resident set the memory limit reads is what
+    is in use. A no-op where the C library is not glibc."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

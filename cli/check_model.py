@@ -265,7 +265,8 @@ def feature_options(command):
 @click.option("--time-limit", callback=_duration, metavar="DURATION",
               help="Stop cleanly after this long (90s, 5m, 1h; at most a year).")
 @click.option("--max-memory", callback=_size, metavar="SIZE",
-              help="Stop cleanly before using this much memory (2G; at most 1024T).")
+              help="Stay under this much memory (2G; at most 1024T): the vector kernel moves its states to "
+                   "disk ($TMPDIR) where it must; a search that cannot stops cleanly.")
 @click.option("--checkpoint", "checkpoint_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Save the search in this folder at every level and every --checkpoint-every.")
 @click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
