@@ -46,11 +46,10 @@ import numpy as np
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .checkpoint_vector import restore
-from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
+from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
                      checkpoint_failure, peak_rss, release_freed_memory)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import New, argsort_small, first_in_groups, merged
+from .vector_arrays import New, argsort_small, derived_found, first_in_groups, merged
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
 from .vector_store import LevelLog, VisitedSet
@@ -239,6 +238,20 @@ class VectorSearch(MemoryFit):
         # the first in storage order: the smallest priority
         return [int(np.searchsorted(prio, new.prio[d].min())) if d.any() else -1 for d in new.decides]
 
+    def _restore(self) -> None:
+        """Continue a saved search: its levels as saved; the visited set and the frontier
+        derived from them exactly as ``_store`` built them (fingerprints are unique)."""
+        saved, kernel = self.resumed, self.kernel
+        self.keys = saved.keys
+        self.levels.replace(saved.parents, saved.actions)
+        self.generated = self.generated_at_level_end = saved.generated
+        self.full_states, self.found = saved.full_states, dict(saved.found)
+        check_found(self.found, derived_found(kernel, self.keys, self.pending), self.saver.folder)
+        fps = [kernel.fingerprints(k) for k in self.keys]
+        self.visited_set.replace(np.sort(np.concatenate(fps)))
+        order = np.argsort(fps[-1], kind="stable")
+        self.frontier, self.frontier_rows = self.keys[-1][:, order], order.astype(np.int64)
+
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
         opts, kernel = self.options, self.kernel
@@ -248,7 +261,7 @@ class VectorSearch(MemoryFit):
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         exhausted = False
         if self.resumed is not None:
-            restore(self, self.resumed)
+            self._restore()
             self.pending = [p for p in self.pending if p[0] not in self.found]
             exhausted = self.resumed.exhausted and self._nothing_new(limits)
         else:

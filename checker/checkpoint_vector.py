@@ -29,8 +29,6 @@ from isrcheck.files import atomic_write
 
 from .checkpoint import MANIFEST, CheckpointError, count, found_states, header, malformed, read_manifest, seconds
 from .checkpoint import whole, write_manifest
-from .engine import check_found
-from .vector_arrays import derived_found
 
 FORMAT = "isrcheck-vector-checkpoint-1"
 
@@ -142,18 +140,3 @@ def _read_level(folder: Path, depth: int, entry: dict, words: int, action_dtype:
     saved.keys.append(keys.copy())
     saved.parents.append(parents.copy())
     saved.actions.append(actions.copy())
-
-
-def restore(search: Any, saved: Levels) -> None:
-    """Continue a saved vector search: its levels as saved; the visited set and the frontier
-    derived from them exactly as the search's store built them (fingerprints are unique)."""
-    kernel = search.kernel
-    search.keys = saved.keys
-    search.levels.replace(saved.parents, saved.actions)
-    search.generated = search.generated_at_level_end = saved.generated
-    search.full_states, search.found = saved.full_states, dict(saved.found)
-    check_found(search.found, derived_found(kernel, search.keys, search.pending), search.saver.folder)
-    fps = [kernel.fingerprints(k) for k in search.keys]
-    search.visited_set.replace(np.sort(np.concatenate(fps)))
-    order = np.argsort(fps[-1], kind="stable")
-    search.frontier, search.frontier_rows = search.keys[-1][:, order], order.astype(np.int64)
