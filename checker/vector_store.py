@@ -31,8 +31,8 @@ MERGE_BLOCK = 1 << 20  # old fingerprints moved per step of an in-place merge
 
 
 class VisitedSet:
-    """Sorted, distinct uint64 fingerprints that grow in place; past the memory limit, most
-    of them in a ``DiskRun`` (``spill``), and only those visited since in memory."""
+    """Sorted, distinct uint64 fingerprints that grow in place; past the memory limit, on
+    disk in a ``DiskRun`` (``spill``), where the search out of core then merges each level."""
 
     def __init__(self) -> None:
         self._buf = np.empty(0, dtype=np.uint64)
