@@ -47,7 +47,7 @@ from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKerne
 from isrcheck.properties import Property, verdict
 
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
-                     checkpoint_failure, peak_rss, release_freed_memory)
+                     checkpoint_failure, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
 from .vector_arrays import New, argsort_small, derived_found, first_in_groups, merged
 from .vector_memory import CHUNK, MemoryFit
@@ -287,8 +287,6 @@ class VectorSearch(MemoryFit):
                     exhausted = True
                     self.generated_at_level_end = self.generated  # the last level is expanded
                     break
-                if self.spill_dir is not None:  # the level's transients go back to the system
-                    release_freed_memory()
                 self._save(started)
                 if self.stop:
                     break

@@ -74,24 +74,28 @@ class MemoryFit:
         memory (its chunks in flight, and twice the last level's bytes a new state times its
         new states at the last level's growth), the search goes out of core for good: the
         visited set, the levels being built and the queue move to disk (``vector_spill.py``).
-        Not where a checkpoint or the state graph keeps every level in memory anyway."""
-        if self.spill_dir is not None or self.keep_levels or not self.visited_set.n:
-            return
-        room = limits.memory_room()
-        if not self.out_of_core:
-            if room is None:
+        Not where a checkpoint or the state graph keeps every level in memory anyway. Out of
+        core, glibc's arenas hand back what the last level freed (``release_freed_memory``)."""
+        if self.spill_dir is None and not self.keep_levels and self.visited_set.n and self._would_not_fit(limits):
+            try:
+                folder = spill_folder()
+            except OSError:  # no temporary folder: the search stays in memory
                 return
-            expected = self.frontier.shape[1] * max(1.0, self.last_growth)
-            level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
-            if min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level <= room:
-                return
-        try:
-            folder = spill_folder()
-        except OSError:  # no temporary folder: the search stays in memory
-            return
-        if self.visited_set.spill(pathlib.Path(folder.name)):
-            self.spill_dir = folder
+            if self.visited_set.spill(pathlib.Path(folder.name)):
+                self.spill_dir = folder
+        if self.spill_dir is not None:  # the last level's transients go back to the system
             release_freed_memory()
+
+    def _would_not_fit(self, limits: Limits) -> bool:
+        """The next level in memory would pass the room left (always, where a test forces it)."""
+        if self.out_of_core:
+            return True
+        room = limits.memory_room()
+        if room is None:
+            return False
+        expected = self.frontier.shape[1] * max(1.0, self.last_growth)
+        level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
+        return min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level > room
 
     def _level_runs(self, limits: Limits) -> LevelRuns:
         """Out of core, where a level's chunks go: its merge's buffers take a sixteenth of the room left."""

@@ -8,8 +8,9 @@ queue on disk, as TLC's disk fingerprint set and disk state queue keep them.
   runs are merged (each state once, with its first discovery), checked against the
   visited set, sorted into the scalar BFS's order by priority in a second merge, and
   written out as the next queue (``FrontierFile``, in storage order: a state's row is
-  its place in the file) and the level's parents and actions. What stays in memory is a
-  block per run and a million states being sorted: nothing grows with the level.
+  its place in the file) and the level's parents and actions. What stays in memory is
+  the merge budget's buffers (the runs' read blocks, the states being sorted by
+  priority): nothing grows with the level.
 
 Files are read and written with plain reads and writes, never memory maps: a map's pages
 count in the resident set the memory limit is measured on.
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
+
+from .vector_arrays import first_in_groups
 
 DISK_BLOCK = 1 << 16  # fingerprints a visited-set read or write moves at a time (512 KiB)
 # bytes of a level's merge buffers (its runs' read buffers, shared; the states it sorts by
@@ -40,7 +43,6 @@ class DiskRun:
         self.path = folder / "visited-0"
         self.n = 0
         self.firsts = np.empty(0, dtype=np.uint64)  # each block's first fingerprint
-        self.smallest_gap = 0  # the least difference of two neighbours in the file (0: fewer than two)
         self.merges = 0
 
     def absent(self, fp: np.ndarray) -> np.ndarray:
@@ -77,26 +79,31 @@ class DiskRun:
         writer.close()
         self.path.unlink(missing_ok=True)
         self.path, self.merges = path, self.merges + 1
-        self.n, self.firsts, self.smallest_gap = writer.n, np.array(writer.firsts, dtype=np.uint64), writer.gap
+        self.n, self.firsts = writer.n, np.array(writer.firsts, dtype=np.uint64)
+
+    def smallest_gap(self) -> int:
+        """The least difference of two neighbours in the file (0 with fewer than two), in one
+        pass: read once, for the collision estimate at the end of a run."""
+        best, last = 0, None
+        for block in file_blocks(self.path, np.uint64, DISK_BLOCK, self.n):
+            gaps = [smallest_gap(block)] if len(block) > 1 else []
+            if last is not None:
+                gaps.append(int(block[0]) - last)
+            best, last = min([g for g in [best, *gaps] if g], default=0), int(block[-1])
+        return best
 
 
 class _BlockWriter:
-    """Sorted fingerprints appended to a file, remembering every DISK_BLOCK-th one and the least gap."""
+    """Sorted fingerprints appended to a file, remembering every DISK_BLOCK-th one."""
 
     def __init__(self, path: Path) -> None:
         self.file = open(path, "wb")
-        self.n, self.firsts, self.gap, self.last = 0, [], 0, None
+        self.n, self.firsts = 0, []
 
     def write(self, values: np.ndarray) -> None:
-        if not len(values):
-            return
         self.firsts.extend(values[(-self.n) % DISK_BLOCK :: DISK_BLOCK].tolist())
-        gaps = [smallest_gap(values)] if len(values) > 1 else []
-        if self.last is not None:
-            gaps.append(int(values[0]) - self.last)
-        self.gap = min([g for g in [self.gap, *gaps] if g], default=0)
         values.tofile(self.file)
-        self.n, self.last = self.n + len(values), int(values[-1])
+        self.n += len(values)
 
     def close(self) -> None:
         self.file.close()
@@ -201,7 +208,7 @@ class LevelRuns:
         if self.chunks:
             records = np.concatenate(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
             self.chunks.clear()
-            self.runs.append(self._written(_first_in_groups(records[np.argsort(records["fp"], kind="stable")]), "run"))
+            self.runs.append(self._written(_each_once(records, np.argsort(records["fp"])), "run"))
 
     def _written(self, records: np.ndarray, kind: str) -> tuple[Path, int]:
         path = self.folder / f"{self.prefix}-{kind}-{len(self.runs):06d}"
@@ -220,7 +227,7 @@ class LevelRuns:
         runs, self.runs, buffered = self.runs, [], []
         with open(fps, "wb") as fp_out:
             for records in merged_sorted(self._sources(runs, self.dtype), key=lambda r: r["fp"]):
-                records = _first_in_groups(records)
+                records = _each_once(records, np.arange(len(records)))
                 records = records[absent(records["fp"])]
                 records["fp"].tofile(fp_out)
                 for i in range(self.pending):
@@ -268,22 +275,18 @@ class LevelRuns:
             self.runs.append(self._written(records[np.argsort(records["prio"])], "by-prio"))
 
 
-def _first_in_groups(records: np.ndarray) -> np.ndarray:
-    """Sorted records with each fingerprint once, carrying its group's smallest priority."""
-    fp = records["fp"]
-    first = np.ones(len(fp), dtype=bool)
-    np.not_equal(fp[1:], fp[:-1], out=first[1:])
-    if first.all():
-        return records
-    starts = np.flatnonzero(first)
-    out = records[starts]
-    out["prio"] = np.minimum.reduceat(records["prio"], starts)
+def _each_once(records: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The records (``order`` sorts them by fingerprint) each fingerprint once, in that
+    order, carrying its group's smallest priority: ``first_in_groups`` on records."""
+    index, prio = first_in_groups(records["fp"], order, records["prio"])
+    out = records[index]
+    out["prio"] = prio
     return out
 
 
 class FrontierFile:
     """A level's keys on disk, read like the in-memory frontier array (``shape``, and
-    ``[:, a:b]`` column slices), with ``pread``: chunks are read from several threads."""
+    ``[:, a:b]`` column slices), with ``pread``: no file position shared between reads."""
 
     def __init__(self, path: Path, words: int, n: int = 0) -> None:
         self.path, self.words, self.n = path, words, n

@@ -39,11 +39,6 @@ class VisitedSet:
         self.n = 0  # in memory
         self.disk: DiskRun | None = None
 
-    @property
-    def total(self) -> int:
-        """Fingerprints in memory and on disk."""
-        return self.n + (self.disk.n if self.disk else 0)
-
     def spill(self, folder: Path) -> bool:
         """Move the fingerprints in memory to disk (a file in ``folder``, the first time) and
         free their memory; False (and nothing moved) when the folder cannot take them."""
@@ -78,12 +73,12 @@ class VisitedSet:
     def smallest_gap(self) -> int:
         """The least difference of two neighbours (0 with fewer than two values), a block at a
         time: a difference array of the whole set would be as big as the set. With a disk
-        part, the set in memory is spilled first: the file's writer measures its gaps."""
+        part, the set in memory is spilled first, then the file read once."""
         if self.disk is None:
-            return smallest_gap(self.values, MERGE_BLOCK)
+            return smallest_gap(self.values)
         if self.n and not self.spill(self.disk.folder):  # no room: each part's gaps, not those between them
-            return min([g for g in (self.disk.smallest_gap, smallest_gap(self.values, MERGE_BLOCK)) if g], default=0)
-        return self.disk.smallest_gap
+            return min([g for g in (self.disk.smallest_gap(), smallest_gap(self.values)) if g], default=0)
+        return self.disk.smallest_gap()
 
     def collision_note(self, states: int, generated: int) -> str:
         """TLC's two estimates of a collision among these fingerprints."""

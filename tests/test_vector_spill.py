@@ -35,7 +35,7 @@ def test_the_disk_run_holds_the_union_of_what_it_absorbed_and_finds_exactly_it(t
         on_disk = np.concatenate(list(file_blocks(run.path, np.uint64, 4096)))
         assert (on_disk == reference).all()
         assert (run.firsts == reference[::DISK_BLOCK]).all()
-        assert run.smallest_gap == int(np.diff(reference).min())
+        assert run.smallest_gap() == int(np.diff(reference).min())
     probe = np.union1d(reference[::7], distinct_sorted(rng, 5000))
     probe = np.union1d(probe, np.array([0, reference[0] - 1, reference[-1] + 1], dtype=np.uint64))
     assert (run.absent(probe) == ~np.isin(probe, reference)).all()
@@ -67,13 +67,13 @@ def test_a_visited_set_spilled_to_disk_keeps_its_gap_and_answers_from_disk(tmp_p
     values = distinct_sorted(rng, 3000)
     visited = VisitedSet()
     visited.replace(values.copy())
-    assert visited.spill(tmp_path) and visited.n == 0 and visited.total == len(values)
+    assert visited.spill(tmp_path) and visited.n == 0 and visited.disk.n == len(values)
     probe = distinct_sorted(rng, 500)
     assert (visited.unseen_on_disk(probe) == ~np.isin(probe, values)).all()
     more = np.setdiff1d(distinct_sorted(rng, 100), values)
     visited.add(more, np.searchsorted(visited.values, more))
     assert visited.smallest_gap() == int(np.diff(np.union1d(values, more)).min())  # spills the rest first
-    assert visited.total == len(values) + len(more) and visited.n == 0
+    assert visited.disk.n == len(values) + len(more) and visited.n == 0
 
 
 RF3 = ModelConfig(rf=3, max_records=1, acks="1", kafka_version="3.9")
