@@ -348,11 +348,11 @@ class VectorSearch(MemoryFit):
         return self.visited_set.values
 
     @property
-    def parents(self) -> list[np.ndarray]:
+    def parents(self) -> Sequence[np.ndarray]:
         return self.levels.parents
 
     @property
-    def actions(self) -> list[np.ndarray]:
+    def actions(self) -> Sequence[np.ndarray]:
         return self.levels.actions
 
     def _result(self, seconds: float, exhausted_space: bool) -> CheckResult:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -103,68 +105,97 @@ class VisitedSet:
         if n + k > len(self._buf):
             self._buf.resize(max(n + k, int(len(self._buf) * GROWTH)), refcheck=False)
         buf = self._buf
+        at = pos + np.arange(k)  # where each new value ends up
         first = int(pos[0])  # old values before the first new one stay where they are
         hi = n
         while hi > first:  # from the back: each block moves up by the new values below it
             lo = max(first, hi - MERGE_BLOCK)
             a, b = np.searchsorted(pos, [lo, hi], side="left")  # new values that sort inside the block
-            below = np.bincount(pos[a:b] - lo, minlength=hi - lo).cumsum()
-            below += a
-            below += np.arange(lo, hi)
-            buf[below] = buf[lo:hi].copy()
+            old = np.ones(hi - lo + b - a, dtype=bool)  # the block's destination: False where a new value goes
+            old[at[a:b] - (lo + a)] = False
+            buf[lo + a : hi + b][old] = buf[lo:hi].copy()
             hi = lo
-        buf[pos + np.arange(k)] = new
+        buf[at] = new
         self.n = n + k
 
 
 class LevelLog:
-    """Per level, each state's parent row and action: on disk by default, else in memory."""
+    """Per level, each state's parent row and action: on disk by default, else in memory.
+    On disk each kind is one file the levels are appended to (a file per level cost more
+    than the writing itself on small levels); a level is read back through a memory map of
+    its extent."""
 
     def __init__(self, on_disk: bool) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="isrcheck-levels-") if on_disk else None
-        self.parents: list[np.ndarray] = []  # in memory, or read-only memory maps of the files
-        self.actions: list[np.ndarray] = []
+        self.parents = _Levels()  # arrays in memory, or extents of files read through memory maps
+        self.actions = _Levels()
         self.states = 0
 
     def append(self, parents: np.ndarray, actions: np.ndarray) -> None:
         self.states += len(parents)
-        if self.folder is None:
-            self.parents.append(parents)
-            self.actions.append(actions)
-            return
-        depth = len(self.parents)
-        try:
-            parents = _written(Path(self.folder.name) / f"parents-{depth:05d}", parents)
-            actions = _written(Path(self.folder.name) / f"actions-{depth:05d}", actions)
-        except OSError:  # a full or read-only temporary folder: this level stays in memory
-            pass
+        if self.folder is not None:
+            try:
+                parents, actions = self._written("parents", parents), self._written("actions", actions)
+            except OSError:  # a full or read-only temporary folder: this level stays in memory
+                pass
         self.parents.append(parents)
         self.actions.append(actions)
+
+    def _written(self, kind: str, values: np.ndarray) -> "_Extent":
+        path = Path(self.folder.name) / kind
+        with open(path, "ab") as f:
+            offset = f.tell()
+            values.tofile(f)
+        return _Extent(path, offset, len(values), values.dtype)
 
     def adopt(self, parents: Path, actions: Path, n: int, action_dtype: np.dtype) -> None:
         """A level whose parents (uint32) and actions were written elsewhere (out of core):
         its files move into this log's folder."""
         assert self.folder is not None, "a log kept in memory never goes out of core"
-        depth, arrays = len(self.parents), []
+        depth = len(self.parents)
         for kind, path, dtype in (("parents", parents, np.dtype(np.uint32)), ("actions", actions, action_dtype)):
             moved = Path(self.folder.name) / f"{kind}-{depth:05d}"
             os.replace(path, moved)
-            arrays.append(np.memmap(moved, dtype=dtype, mode="r", shape=(n,)) if n else np.empty(0, dtype=dtype))
-        self.parents.append(arrays[0])
-        self.actions.append(arrays[1])
+            getattr(self, kind).append(_Extent(moved, 0, n, dtype))
         self.states += n
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (kept in memory: the run saves them again)."""
-        self.parents, self.actions = parents, actions
+        self.parents, self.actions = _Levels(parents), _Levels(actions)
         self.states = sum(len(p) for p in parents)
 
     def __len__(self) -> int:
         return len(self.parents)
 
 
-def _written(path: Path, values: np.ndarray) -> np.ndarray:
-    values.tofile(path)
-    if not len(values):
-        return values
-    return np.memmap(path, dtype=values.dtype, mode="r", shape=values.shape)
+class _Extent(NamedTuple):
+    """A level's values in a file: where, and how many of which type."""
+
+    path: Path
+    offset: int
+    n: int
+    dtype: np.dtype
+
+    def read(self) -> np.ndarray:
+        if not self.n:
+            return np.empty(0, dtype=self.dtype)
+        return np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset, shape=(self.n,))
+
+
+class _Levels(Sequence):
+    """One array per level: those on disk are read (mapped) when asked for."""
+
+    def __init__(self, items: Iterable = ()) -> None:
+        self._items: list = list(items)
+
+    def append(self, item: "np.ndarray | _Extent") -> None:
+        self._items.append(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self._items))[i]]
+        item = self._items[i]
+        return item.read() if isinstance(item, _Extent) else item

@@ -103,7 +103,7 @@ def test_out_of_core_stores_the_same_levels_and_finds_the_same_traces_as_in_memo
     assert got.search_note == expected.search_note and name.startswith("rf4") == bool(got.search_note)
     assert [(p.name, p.status, p.path) for p in got.properties] == [(p.name, p.status, p.path) for p in expected.properties]
     assert any(p.path is not None and len(p.path) > 5 for p in got.properties)
-    for a, b in zip(disk.parents + disk.actions, memory.parents + memory.actions):
+    for a, b in zip([*disk.parents, *disk.actions], [*memory.parents, *memory.actions]):
         assert np.array_equal(a, b)
 
 
