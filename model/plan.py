@@ -38,8 +38,8 @@ SMALL = 256  # ... unless the layer is this small: then it only masks rows (a ch
 class Layer:
     """Some rows of a batch, and what was computed there. The root layer (every row)
     decodes components with ``decode``; a child layer takes the rows ``sub`` of its
-    parent ``below``. ``book``, shared by a batch's layers, lists per node id the child
-    layers' entries that read it (a layer and the node's id where it holds its value, or
+    parent ``below``. ``book``, shared by a batch's layers, lists per node id the
+    entries that read it (a layer and the node's id where it holds its value, or
     the key of a mask or child layer of conjuncts including it): ``Batch.forget`` finds
     them at once."""
 
@@ -111,9 +111,7 @@ class Layer:
         return kept, child
 
     def _note(self, key: tuple) -> None:
-        if self.below is None:
-            return  # the root's own entries are found by looking (the root in the book would be a cycle)
-        entry = (self, key)
+        entry = (self, key)  # the root's entries too: a cycle through the book, broken by Batch.release
         for nid in key:
             self.book.setdefault(nid, []).append(entry)
 
@@ -140,17 +138,15 @@ class Batch:
         """Drop what no later action reads: these nodes' values, and the masks and layers of
         conjuncts including them."""
         root = self.root
-        book, dead = root.book, set(nodes)
-        entries = [(root, key) for key in root.children if not dead.isdisjoint(key)]
+        book, cache = root.book, root.cache
         for nid in nodes:
-            root.cache.pop(nid, None)
-            entries.extend(book.pop(nid, ()))
-        for layer, key in entries:
-            layer.cache.pop(key, None)
-            if type(key) is tuple:
-                _, child = layer.children.pop(key, (0, None))
-                if child is not None:
-                    _release(child)
+            cache.pop(nid, None)
+            for layer, key in book.pop(nid, ()):
+                layer.cache.pop(key, None)
+                if type(key) is tuple:
+                    _, child = layer.children.pop(key, (0, None))
+                    if child is not None:
+                        _release(child)
 
     def release(self) -> None:
         _release(self.root)
