@@ -19,6 +19,7 @@ from .vector_store import GROWTH
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
+SPLIT_MIN = 1 << 14  # a level split among threads: below this a chunk's kernel calls are mostly overhead
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
 # forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
 CHUNK_BYTES_PER_STATE = 768
@@ -62,12 +63,18 @@ class MemoryFit:
         return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
 
     def _fit_chunk(self, limits: Limits) -> None:
-        """Under a tight memory limit, chunks small enough that their arrays fit the room left
-        (looked at before each level; out of core the room can grow back, and so can they)."""
+        """The next level's chunks (looked at before each level): at most ``max_chunk`` states;
+        under a tight memory limit, small enough that their arrays fit the room left (out of
+        core the room can grow back, and so can they); and a level that would make fewer
+        chunks than threads expanding is split among them, down to ``SPLIT_MIN`` states a
+        chunk (rf 5's levels of 50,000 states ran on one thread)."""
+        chunk = self.max_chunk
         room = limits.memory_room()
         if room is not None:
-            fit = room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)
-            self.chunk = int(min(self.max_chunk, max(MIN_CHUNK, fit)))
+            chunk = min(chunk, max(MIN_CHUNK, room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)))
+        if self.expanding > 1:
+            chunk = min(chunk, max(SPLIT_MIN, -(-self.frontier.shape[1] // self.expanding)))
+        self.chunk = int(chunk)
 
     def _make_room(self, limits: Limits) -> None:
         """Before a level, under a memory limit: when the room left would not hold the level in
@@ -95,7 +102,7 @@ class MemoryFit:
             return False
         expected = self.frontier.shape[1] * max(1.0, self.last_growth)
         level = 2 * expected * (self.last_bytes_per_state + 8 * GROWTH)
-        return min(self.workers * self.chunk * CHUNK_BYTES_PER_STATE, room // 8) + level > room
+        return min(self.workers * self.max_chunk * CHUNK_BYTES_PER_STATE, room // 8) + level > room
 
     def _level_runs(self, limits: Limits) -> LevelRuns:
         """Out of core, where a level's chunks go: its merge's buffers take a sixteenth of the room left."""
