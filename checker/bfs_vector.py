@@ -130,9 +130,8 @@ class VectorSearch(MemoryFit):
         order = np.argsort(fp)  # NumPy's SIMD quicksort: 2 to 5 times timsort here (the runs are short)
         index, prio = first_in_groups(fp, order, prio)
         fp = fp[index]
-        pos = np.searchsorted(self.visited, fp)
-        if len(self.visited):
-            fresh = self.visited[np.minimum(pos, len(self.visited) - 1)] != fp
+        pos, fresh = self.visited_set.locate(fp)
+        if not fresh.all():
             fp, index, pos, prio = fp[fresh], index[fresh], pos[fresh], prio[fresh]
         keys = fp[None, :] if kernel.exact else keys[:, index]
         decides = np.zeros((len(self.pending), len(fp)), dtype=bool)

@@ -30,6 +30,8 @@ from .vector_spill import DISK_BLOCK, DiskRun, smallest_gap
 
 GROWTH = 1.125  # the visited buffer's room to grow: at most an eighth of it is unused
 MERGE_BLOCK = 1 << 20  # old fingerprints moved per step of an in-place merge
+SAMPLE_STRIDE = 64  # locate: every 64th fingerprint kept as a sample (an eighth of a percent of the set) ...
+SAMPLED_FROM = 1 << 21  # ... once the set passes 16 MB, where searchsorted's steps start missing the caches
 
 
 class VisitedSet:
@@ -39,6 +41,7 @@ class VisitedSet:
     def __init__(self) -> None:
         self._buf = np.empty(0, dtype=np.uint64)
         self.n = 0  # in memory
+        self._sample: np.ndarray | None = None  # every SAMPLE_STRIDE-th value of a big set (locate)
         self.disk: DiskRun | None = None
 
     def spill(self, folder: Path) -> bool:
@@ -51,7 +54,7 @@ class VisitedSet:
         except OSError:
             return False
         self.disk = disk
-        self._buf, self.n = np.empty(0, dtype=np.uint64), 0
+        self._buf, self.n, self._sample = np.empty(0, dtype=np.uint64), 0, None
         return True
 
     def unseen_on_disk(self, fp: np.ndarray) -> np.ndarray:
@@ -66,6 +69,31 @@ class VisitedSet:
     @property
     def nbytes(self) -> int:
         return self._buf.nbytes
+
+    def locate(self, fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For sorted fingerprints: where each sorts among the values (``searchsorted``'s left
+        side), and a mask of those not here. A big set is searched in two steps: its sample
+        (a few MB, in the caches) gives each fingerprint's block of 64 values, six halvings
+        inside it the place. NumPy's searchsorted misses the caches on most of its steps
+        there: 190 to 310 ns a fingerprint against 85 at 17 M values, measured."""
+        values, n = self.values, self.n
+        if not n:
+            return np.zeros(len(fp), dtype=np.int64), np.ones(len(fp), dtype=bool)
+        if self._sample is None:
+            pos = np.searchsorted(values, fp)
+        else:
+            below = (np.searchsorted(self._sample, fp) - 1) * SAMPLE_STRIDE  # a value < fp there, or -1
+            below = np.maximum(below, -1)
+            step = SAMPLE_STRIDE  # the place is in (below, below + SAMPLE_STRIDE]
+            while step > 1:
+                step >>= 1
+                mid = np.minimum(below + step, n - 1)
+                below = np.where(values.take(mid) < fp, mid, below)
+            pos = below + 1
+        return pos, values.take(np.minimum(pos, n - 1)) != fp
+
+    def _sampled(self) -> None:
+        self._sample = self.values[::SAMPLE_STRIDE].copy() if self.n >= SAMPLED_FROM else None
 
     def growth(self, k: int) -> int:
         """Bytes that adding k values allocates."""
@@ -95,6 +123,7 @@ class VisitedSet:
         if not (values.flags.owndata and values.flags.c_contiguous and values.dtype == np.uint64):
             values = values.astype(np.uint64, copy=True)
         self._buf, self.n = values, len(values)
+        self._sampled()
 
     def add(self, new: np.ndarray, pos: np.ndarray) -> None:
         """Merge ``new`` (sorted, none already here), given ``pos``: where each sorts among
@@ -117,6 +146,7 @@ class VisitedSet:
             hi = lo
         buf[at] = new
         self.n = n + k
+        self._sampled()
 
 
 class LevelLog:

@@ -42,3 +42,25 @@ def test_the_level_log_reads_back_what_it_wrote_and_keeps_levels_in_memory_when_
     memory = LevelLog(on_disk=False)
     memory.append(np.array([9], dtype=np.uint32), np.array([1], dtype=np.uint8))
     assert memory.folder is None and memory.parents[0].tolist() == [9]
+
+
+def test_locate_through_the_sample_agrees_with_searchsorted(monkeypatch):
+    import isrcheck.checker.vector_store as store
+
+    rng = np.random.default_rng(3)
+    values = np.unique(rng.integers(10, 1 << 40, 5000, dtype=np.int64)).astype(np.uint64)
+    monkeypatch.setattr(store, "SAMPLED_FROM", 1)  # sample sets of any size
+    for size in (1, 2, 63, 64, 65, 130, len(values)):
+        visited = VisitedSet()
+        visited.replace(values[:size].copy())
+        assert visited._sample is not None
+        hits = rng.choice(values[:size], 300)
+        misses = rng.integers(0, 1 << 41, 300, dtype=np.int64).astype(np.uint64)
+        edges = np.array([0, values[0], values[size - 1], values[size - 1] + 1, (1 << 64) - 1], dtype=np.uint64)
+        fp = np.unique(np.concatenate([hits, misses, edges]))
+        pos, fresh = visited.locate(fp)
+        assert (pos == np.searchsorted(values[:size], fp)).all()
+        assert (fresh == ~np.isin(fp, values[:size])).all()
+    visited.add(np.array([1], dtype=np.uint64), np.array([0]))  # the sample follows the set
+    assert visited._sample[0] == 1 and visited.locate(np.array([1], dtype=np.uint64))[1].tolist() == [False]
+    assert VisitedSet().locate(np.array([5], dtype=np.uint64))[0].tolist() == [0]
