@@ -95,11 +95,14 @@ def color_option(command: Any) -> Any:
 
 LIVE_INTERVAL = 0.5  # seconds between the engines' reports while the live display shows them
 STOPPING = "  ... stopping at the next clean point (Ctrl-C again to abort)"
+# Ctrl-C, and the signal that timeout(1), docker stop, Kubernetes and CI runners send before
+# they kill: both stop the run at a clean point with what it found (a second one aborts)
+STOP_REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
 class CliObserver(Observer):
-    """Progress on stderr when it is a terminal (or ``show_progress``); the first Ctrl-C asks
-    for a clean stop, the second aborts.
+    """Progress on stderr when it is a terminal (or ``show_progress``); the first Ctrl-C (or
+    SIGTERM) asks for a clean stop, the second aborts.
 
     With ``live`` (check-model) and stderr a terminal, progress is a display redrawn in place
     (``live.LiveProgress``; ``color`` as ``wants_color`` decides); otherwise, or on a dumb
@@ -138,13 +141,13 @@ class CliObserver(Observer):
         def handler(signum, frame):  # noqa: ARG001
             if self.stop_reason:
                 raise KeyboardInterrupt
-            self.request_stop("interrupted")
+            self.request_stop(STOP_REASONS[signum])
             if self._display is not None and self._display.live is not None:
                 self._display.say(STOPPING)  # no output from here: the next redraw shows it
             else:
                 click.echo(STOPPING, err=True)
 
-        self._previous = signal.signal(signal.SIGINT, handler)
+        self._previous = {signum: signal.signal(signum, handler) for signum in STOP_REASONS}
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -152,7 +155,8 @@ class CliObserver(Observer):
             if self._display is not None:
                 self._display.stop()
         finally:
-            signal.signal(signal.SIGINT, self._previous)
+            for signum, previous in (self._previous or {}).items():
+                signal.signal(signum, previous)
 
 
 def available_cores() -> int:

@@ -32,7 +32,7 @@ from isrcheck.traces.narrate import describe_step
 
 from . import report
 from .check_model import default_memory_limit
-from .common import CliObserver
+from .common import STOP_REASONS, CliObserver
 from .runner import CheckOutcome, run_check
 from .suite import SuiteCheck
 
@@ -232,7 +232,7 @@ class SuiteRunner:
             click.echo("  ... stopping the running checks at their next clean point (Ctrl-C again to abort)",
                        err=True)
 
-        previous = signal.signal(signal.SIGINT, on_sigint)
+        previous = {signum: signal.signal(signum, on_sigint) for signum in STOP_REASONS}  # Ctrl-C, SIGTERM
         try:
             futures.update({pool.submit(_work, c, self.folders[c.name]): c for c in checks})
             pending = set(futures)
@@ -247,7 +247,8 @@ class SuiteRunner:
                 process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def _collect(self, f: Future, check: SuiteCheck) -> None:
         try:

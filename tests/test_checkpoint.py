@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -182,3 +183,26 @@ def test_resuming_a_finished_search_gives_its_result_again(saved, tmp_path):
     assert report["complete"] and report["exhausted"]
     assert report["states"] == 2_987  # kip-320 at rf 2 with symmetry: 5,973 before reduction
     assert report["states_before_symmetry"] == 5_973
+
+
+def test_sigterm_stops_like_ctrl_c_and_takes_the_temporary_files_with_it(tmp_path):
+    """timeout(1), docker stop, Kubernetes and CI runners send SIGTERM before they kill: the
+    run stops at a clean point with what it explored (exit 3), and the folders it keeps in
+    $TMPDIR (the level log; out of core, the visited set and the queue) go with it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(  # the main job out of core: 11 s, past 1.9 million states
+        [command("check-model"), "--rf", "3", "--min-isr", "2", "--max-memory", "150M", "--format", "json",
+         "--trace-dir", str(tmp_path / "traces")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, TMPDIR=str(scratch)))
+    deadline = time.monotonic() + 60
+    while not list(scratch.glob("isrcheck-spill-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never went out of core"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    report = json.loads(out)
+    assert proc.returncode == 3, err
+    assert report["complete"] is False and report["stop_reason"] == "terminated" and report["states"] > 0
+    assert "stopping at the next clean point" in err
+    assert list(scratch.iterdir()) == []

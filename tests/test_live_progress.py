@@ -204,19 +204,19 @@ class FakeTerminal(io.StringIO):
 
 def test_the_display_is_stopped_however_the_check_ends(monkeypatch):
     """An exception inside the check: the display is stopped (cursor shown again) before
-    anything else is written, and Ctrl-C's handler is put back."""
+    anything else is written, and the handlers of Ctrl-C and SIGTERM are put back."""
     from isrcheck.cli.common import CliObserver
 
     monkeypatch.setenv("TERM", "xterm-256color")
     err = FakeTerminal()
     monkeypatch.setattr("sys.stderr", err)
-    before = signal.getsignal(signal.SIGINT)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     with pytest.raises(RuntimeError):
         with CliObserver(None, ["isrcheck: the header"], live=True, color=False) as observer:
             assert observer.live
             observer.progress(Progress(1234, 56, 7, 8900, 1.5, 10, 40))
             raise RuntimeError("the engine broke")
-    assert signal.getsignal(signal.SIGINT) is before
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     text = err.getvalue()
     assert text.startswith("isrcheck: the header\n") and text.endswith("\x1b[?25h")
     assert "1,234 distinct states, 56 queued, depth 7" in text and "25% of 40" in text
