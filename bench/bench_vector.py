@@ -81,12 +81,19 @@ DEFAULT_RUNS = ["scalar", "scalar-2", "vector-1", "vector-2"]
 
 
 def main(argv: list[str]) -> None:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__ + "\ntargets: " + ", ".join(TARGETS) + "\nruns: " + ", ".join(RUNS))
+        return
     runs = DEFAULT_RUNS
     if "--runs" in argv:
         i = argv.index("--runs")
-        runs = argv[i + 1].split(",")
+        runs = argv[i + 1].split(",") if i + 1 < len(argv) else []
         argv = argv[:i] + argv[i + 2 :]
     names = argv or list(TARGETS)
+    unknown = [n for n in names if n not in TARGETS] + [r for r in runs if r not in RUNS] + ([] if runs else ["--runs ''"])
+    if unknown:
+        print(f"bench_vector.py: unknown {', '.join(unknown)} (--help lists the targets and runs)", file=sys.stderr)
+        sys.exit(2)
     print(f"{'target':<20}{'run':<10}{'tables s':>9}{'search s':>9}{'total s':>8}{'cpu s':>7}{'distinct':>11}"
           f"{'generated':>12}{'states/s':>11}{'peak MiB':>9}{'B/state':>8}")
     for name in names:
