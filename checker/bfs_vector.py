@@ -46,13 +46,13 @@ import numpy as np
 from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKernel, kernel_for
 from isrcheck.properties import Property, verdict
 
-from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel, check_found,
+from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
                      checkpoint_failure, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import New, argsort_small, derived_found, first_in_groups, merged
+from .vector_arrays import New, argsort_small, first_in_groups, merged
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
-from .vector_store import LevelLog, VisitedSet
+from .vector_store import LevelLog, VisitedSet, mapped_keys
 from .vector_traces import path_to
 
 
@@ -97,12 +97,14 @@ class VectorSearch(MemoryFit):
         self.rank = kernel.emission_rank()
         self.by_rank = np.argsort(self.rank).astype(kernel.action_dtype)  # rank -> action index
         # per level, (words, n), in the scalar BFS's order: every level's when a checkpoint or the
-        # state graph needs them, else the initial level's only (traces replay their actions)
-        self.keys: list[np.ndarray] = []
+        # state graph needs them (a checkpoint's in its files once saved), else the initial
+        # level's only (traces replay their actions)
+        self.keys: list[Any] = []
         self.keep_levels = keep_levels or saving is not None
-        # per level, each state's parent's row in the level before and its action: in memory with
-        # the levels' keys, else on disk (read only to rebuild a trace)
-        self.levels = LevelLog(on_disk=not self.keep_levels)
+        self.levels_in_memory = keep_levels  # the state graph reads every level as arrays
+        # per level, each state's parent's row in the level before and its action: in memory for
+        # the state graph, else on disk (read only to rebuild a trace, or to save the level)
+        self.levels = LevelLog(on_disk=not keep_levels)
         self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         # their rows in the last level's storage order (None out of core: the queue is in that order)
@@ -237,20 +239,6 @@ class VectorSearch(MemoryFit):
         # the first in storage order: the smallest priority
         return [int(np.searchsorted(prio, new.prio[d].min())) if d.any() else -1 for d in new.decides]
 
-    def _restore(self) -> None:
-        """Continue a saved search: its levels as saved; the visited set and the frontier
-        derived from them exactly as ``_store`` built them (fingerprints are unique)."""
-        saved, kernel = self.resumed, self.kernel
-        self.keys = saved.keys
-        self.levels.replace(saved.parents, saved.actions)
-        self.generated = self.generated_at_level_end = saved.generated
-        self.full_states, self.found = saved.full_states, dict(saved.found)
-        check_found(self.found, derived_found(kernel, self.keys, self.pending), self.saver.folder)
-        fps = [kernel.fingerprints(k) for k in self.keys]
-        self.visited_set.replace(np.sort(np.concatenate(fps)))
-        order = np.argsort(fps[-1], kind="stable")
-        self.frontier, self.frontier_rows = self.keys[-1][:, order], order.astype(np.int64)
-
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
         opts, kernel = self.options, self.kernel
@@ -260,7 +248,7 @@ class VectorSearch(MemoryFit):
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         exhausted = False
         if self.resumed is not None:
-            self._restore()
+            self._restore(limits)
             self.pending = [p for p in self.pending if p[0] not in self.found]
             exhausted = self.resumed.exhausted and self._nothing_new(limits)
         else:
@@ -328,7 +316,8 @@ class VectorSearch(MemoryFit):
         if self.saver is None:
             return
         try:
-            self.saver.save(self, time.monotonic() - started, exhausted)
+            for depth, path in self.saver.save(self, time.monotonic() - started, exhausted):
+                self.keys[depth] = mapped_keys(path, self.kernel.words, len(self.levels.parents[depth]))
         except OSError as e:
             self.stop, self.saver = self.stop or checkpoint_failure(e), None
 

@@ -10,6 +10,11 @@ checkpoint shares). Levels are never rewritten, so a checkpoint costs one write 
 each state's 10 to 20 bytes; the visited set and the frontier are derived from the
 levels on resume, exactly as the search built them.
 
+Once saved, a level's file is the search's only copy of it: its keys, parents and
+actions are read from the file when a trace asks (memory maps), so a checkpointed
+search holds no level in memory and can go out of core like any other; a level of a
+search out of core is written from its file a block at a time.
+
 A kill at any moment leaves the previous manifest or the new one, each listing only
 whole files; a level file the manifest does not list is ignored, and replaced when
 the search reaches that level again. Counters are those of the last complete level,
@@ -21,7 +26,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -29,6 +34,7 @@ from isrcheck.files import atomic_write
 
 from .checkpoint import MANIFEST, CheckpointError, count, found_states, header, malformed, read_manifest, seconds
 from .checkpoint import whole, write_manifest
+from .vector_store import mapped_keys, read_mapped
 
 FORMAT = "isrcheck-vector-checkpoint-1"
 
@@ -59,14 +65,25 @@ class VectorCheckpointWriter:
         self.ident = ident
         self.levels: list[dict[str, Any]] = list(levels or [])  # per level: states, size, crc
 
-    def save(self, search: Any, elapsed: float, exhausted: bool = False) -> None:
-        """Write the levels not yet on disk, then the manifest with the search's counters."""
+    def save(self, search: Any, elapsed: float, exhausted: bool = False) -> list[tuple[int, Path]]:
+        """Write the levels not yet on disk, then the manifest with the search's counters; the
+        levels written, and their files. A level is written a block at a time: its keys may
+        be a file of the search out of core (``[:, a:b]`` column ranges), as big as the disk."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        written = []
         for depth in range(len(self.levels), len(search.keys)):
-            parts = (search.keys[depth], search.parents[depth], search.actions[depth])
-            data = b"".join(np.ascontiguousarray(a).tobytes() for a in parts)
-            atomic_write(self.folder / level_name(depth), data)
-            self.levels.append({"states": int(parts[1].shape[0]), "size": len(data), "crc": zlib.crc32(data)})
+            parents = search.parents[depth]
+            crc, size = 0, 0
+
+            def parts(keys=search.keys[depth], parents=parents, actions=search.actions[depth]):
+                nonlocal crc, size
+                for part in _level_parts(keys, parents, actions):
+                    crc, size = zlib.crc32(part, crc), size + part.nbytes
+                    yield part
+
+            path = atomic_write(self.folder / level_name(depth), parts())
+            self.levels.append({"states": int(len(parents)), "size": size, "crc": crc})
+            written.append((depth, path))
         write_manifest(self.folder, {
             **header(FORMAT, self.ident),
             "words": int(search.kernel.words),
@@ -78,6 +95,21 @@ class VectorCheckpointWriter:
             "elapsed": elapsed,
             "exhausted": exhausted,
         })
+        return written
+
+
+BLOCK = 1 << 20  # states written or checked at a time
+
+
+def _level_parts(keys: Any, parents: np.ndarray, actions: np.ndarray) -> Iterator[memoryview]:
+    """A level file's bytes in blocks: each key word in turn, then the parents, the actions."""
+    words, n = keys.shape
+    for w in range(words):
+        for lo in range(0, n, BLOCK):
+            yield np.ascontiguousarray(keys[:, lo : lo + BLOCK][w]).data
+    for column in (parents, actions):
+        for lo in range(0, n, BLOCK):
+            yield np.ascontiguousarray(column[lo : lo + BLOCK]).data
 
 
 def load(folder: Path, ident: dict[str, Any], words: int, action_dtype: Any) -> tuple[Levels, list[dict[str, Any]]]:
@@ -118,25 +150,30 @@ def _entry(level: Any, words: int, action_dtype: Any) -> dict[str, int]:
 
 def _read_level(folder: Path, depth: int, entry: dict, words: int, action_dtype: np.dtype, saved: Levels,
                 sizes: list[int]) -> None:
-    name = level_name(depth)
+    name, size = level_name(depth), entry["size"]
+    crc, seen = 0, 0
     try:
         with open(folder / name, "rb") as f:
-            data = f.read(entry["size"] + 1)
+            while seen <= size:
+                data = f.read(min(8 * BLOCK, size + 1 - seen))
+                if not data:
+                    break
+                crc, seen = zlib.crc32(data, crc), seen + len(data)
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
     except OSError as e:
         raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
-    if len(data) != entry["size"]:
-        words_ = "shorter" if len(data) < entry["size"] else "longer"
+    if seen != size:
+        words_ = "shorter" if seen < size else "longer"
         raise CheckpointError(f"checkpoint in {folder} is truncated: {name} is {words_} than the manifest says")
-    if zlib.crc32(data) != entry["crc"]:
+    if crc != entry["crc"]:
         raise CheckpointError(f"checkpoint in {folder} is corrupted: {name} does not match its checksum")
     n = entry["states"]
-    keys = np.frombuffer(data, dtype=np.uint64, count=words * n).reshape(words, n)
-    parents = np.frombuffer(data, dtype=np.uint32, count=n, offset=8 * words * n)
-    actions = np.frombuffer(data, dtype=action_dtype, count=n, offset=8 * words * n + 4 * n)
-    if depth and len(parents) and int(parents.max()) >= sizes[depth - 1]:
+    keys = mapped_keys(folder / name, words, n)
+    parents = np.memmap(folder / name, dtype=np.uint32, mode="r", shape=(n,), offset=8 * words * n)
+    actions = np.memmap(folder / name, dtype=action_dtype, mode="r", shape=(n,), offset=8 * words * n + 4 * n)
+    if depth and len(parents) and int(read_mapped(parents).max()) >= sizes[depth - 1]:
         raise CheckpointError(f"checkpoint in {folder} is inconsistent: {name} names a parent that is not there")
-    saved.keys.append(keys.copy())
-    saved.parents.append(parents.copy())
-    saved.actions.append(actions.copy())
+    saved.keys.append(keys)
+    saved.parents.append(parents)
+    saved.actions.append(actions)

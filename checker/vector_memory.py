@@ -2,7 +2,8 @@
 level needs, and going out of core when it would not fit (``vector_spill.py``).
 
 A mixin of ``bfs_vector.VectorSearch``: these read the search's frontier, visited set and
-last level, and are kept apart so that the search's loop reads as a loop.
+last level, and are kept apart so that the search's loop reads as a loop. A resumed
+search's restore is here too: it rebuilds the visited set within the same limit.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Limits, release_freed_memory
-from .vector_arrays import New
+from .engine import Limits, check_found, release_freed_memory
+from .vector_arrays import New, derived_found
 from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, LevelRuns, SpilledLevel, file_blocks, spill_folder
-from .vector_store import GROWTH
+from .vector_store import GROWTH, read_mapped
 
 CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
@@ -34,6 +35,13 @@ class MemoryFit:
     spill_dir: Any
     out_of_core: bool
     keep_levels: bool
+    levels_in_memory: bool
+    keys: list
+    resumed: Any
+    saver: Any
+    generated: int
+    generated_at_level_end: int
+    found: dict
     last_bytes_per_state: float
     last_growth: float
     frontier: Any
@@ -81,17 +89,55 @@ class MemoryFit:
         memory (its chunks in flight, and twice the last level's bytes a new state times its
         new states at the last level's growth), the search goes out of core for good: the
         visited set, the levels being built and the queue move to disk (``vector_spill.py``).
-        Not where a checkpoint or the state graph keeps every level in memory anyway. Out of
-        core, glibc's arenas hand back what the last level freed (``release_freed_memory``)."""
-        if self.spill_dir is None and not self.keep_levels and self.visited_set.n and self._would_not_fit(limits):
-            try:
-                folder = spill_folder()
-            except OSError:  # no temporary folder: the search stays in memory
-                return
-            if self.visited_set.spill(pathlib.Path(folder.name)):
-                self.spill_dir = folder
+        Not where the state graph keeps every level in memory anyway. Out of core, glibc's
+        arenas hand back what the last level freed (``release_freed_memory``)."""
+        if self.spill_dir is None and not self.levels_in_memory and self.visited_set.n and self._would_not_fit(limits):
+            self._go_out_of_core()
         if self.spill_dir is not None:  # the last level's transients go back to the system
             release_freed_memory()
+
+    def _restore(self, limits: Limits) -> None:
+        """Continue a saved search: its levels as saved (read from their files when asked
+        for); the visited set and the frontier derived from them exactly as ``_store`` built
+        them (fingerprints are unique), a level at a time, on disk when memory runs short."""
+        saved, kernel = self.resumed, self.kernel
+        self.keys = list(saved.keys)
+        self.levels.replace(saved.parents, saved.actions)
+        self.generated = self.generated_at_level_end = saved.generated
+        self.full_states, self.found = saved.full_states, dict(saved.found)
+        found: dict[str, tuple[int, int]] = {}
+        for depth, level in enumerate(self.keys):
+            keys = read_mapped(level)
+            todo = [p for p in self.pending if p[0] not in found]
+            found.update({name: (depth, row) for name, (_, row) in derived_found(kernel, [keys], todo).items()})
+            fp = kernel.fingerprints(keys)
+            self._restore_room(limits, len(fp))
+            ordered = np.sort(fp)
+            if self.spill_dir is not None:
+                self.visited_set.disk.absorb(ordered[lo : lo + DISK_BLOCK] for lo in range(0, len(ordered), DISK_BLOCK))
+            else:
+                self.visited_set.add(ordered, self.visited_set.locate(ordered)[0])
+        check_found(self.found, found, self.saver.folder)
+        order = np.argsort(fp, kind="stable")
+        self.frontier, self.frontier_rows = keys[:, order], order.astype(np.int64)
+
+    def _restore_room(self, limits: Limits, k: int) -> None:
+        """On resume, before a saved level's ``k`` fingerprints join the visited set: out of core
+        for good when they and their sorting would not fit the room left."""
+        if self.spill_dir is not None or self.levels_in_memory:
+            return
+        room = limits.memory_room()
+        if self.out_of_core or (room is not None and self.visited_set.growth(k) + 6 * 8 * k > room):
+            self._go_out_of_core()
+
+    def _go_out_of_core(self) -> None:
+        """The visited set to a file of a new spill folder (nothing moves where there is none)."""
+        try:
+            folder = spill_folder()
+        except OSError:  # no temporary folder: the search stays in memory
+            return
+        if self.visited_set.spill(pathlib.Path(folder.name)):
+            self.spill_dir = folder
 
     def _would_not_fit(self, limits: Limits) -> bool:
         """The next level in memory would pass the room left (always, where a test forces it)."""
@@ -113,6 +159,8 @@ class MemoryFit:
     def _spilled(self, new: SpilledLevel) -> list[int]:
         """Store a level built on disk: its queue is in storage order, so a state's row is its place."""
         self.frontier, self.frontier_rows = new.frontier, None
+        if self.keep_levels:  # a checkpoint writes the level from the queue's file, then reads its own
+            self.keys.append(new.frontier)
         self.levels.adopt(new.parents, new.actions, new.n, self.by_rank.dtype)
         self.full_states += new.orbits
         return new.first_rows

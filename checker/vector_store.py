@@ -229,3 +229,17 @@ class _Levels(Sequence):
             return [self[j] for j in range(len(self._items))[i]]
         item = self._items[i]
         return item.read() if isinstance(item, _Extent) else item
+
+
+def mapped_keys(path: Path, words: int, n: int) -> np.memmap:
+    """A saved level's keys, read from its file when asked for (``memmap``): once a level is
+    saved, the search keeps no copy of it."""
+    return np.memmap(path, dtype=np.uint64, mode="r", shape=(words, n))
+
+
+def read_mapped(array: np.ndarray) -> np.ndarray:
+    """A copy of an array, read from its file if it is a memory map: mapped pages a search
+    reads would stay in its resident set, which the memory limit measures."""
+    if not isinstance(array, np.memmap):
+        return array
+    return np.fromfile(array.filename, dtype=array.dtype, count=array.size, offset=array.offset).reshape(array.shape)

@@ -24,7 +24,8 @@ def path_to(search: Any, depth: int, row: int) -> Path:
     actions.reverse()
     kernel, model = search.kernel, search.model
     if search.keep_levels:
-        chain = [VectorKernel.int_of_key(search.keys[d][:, r]) for d, r in enumerate(rows)]
+        # a column range: a level may be a file of the search out of core (not yet saved)
+        chain = [VectorKernel.int_of_key(search.keys[d][:, r : r + 1][:, 0]) for d, r in enumerate(rows)]
     else:
         chain = _replayed_keys(search, VectorKernel.int_of_key(search.keys[0][:, rows[0]]), actions[1:])
     if search.symmetry:

@@ -85,11 +85,12 @@ def test_time_limit_stops_cleanly_with_exit_3_and_what_was_explored(tmp_path):
 
 
 def test_max_memory_stops_the_run_before_it_exceeds_the_limit(tmp_path):
-    """A run that cannot go out of core (its checkpoint keeps every level in memory) stops.
-    Without one, the main job finishes within 150M out of core (test_vector_spill.py)."""
+    """A run that cannot go out of core (the state graph keeps every level in memory) stops.
+    Without it, the main job finishes within 150M out of core, with a checkpoint or without
+    (test_vector_spill.py, test_checkpoint_vector.py)."""
     limit = 150 * 2**20  # the main job needs about 600 MiB; its tables about 70
     code, report = run_json("--rf", "3", "--min-isr", "2", "--max-memory", "150M", "--trace-dir", str(tmp_path),
-                            "--checkpoint", str(tmp_path / "ck"))
+                            "--property", "can-recover")
     assert code == 3
     assert report["complete"] is False and report["stop_reason"] == "memory limit"
     assert 10_000 < report["states"] < 5_702_073  # it went as far as the limit let it (a level more or less)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from isrcheck.checker import BfsEngine, CheckOptions, checkpoint, checkpoint_vector
+from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.saving import BfsSaving
+from isrcheck.model.kernel import kernel_for
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.properties import select
 
@@ -196,3 +200,54 @@ def test_a_checkpoint_that_cannot_be_written_stops_the_search_cleanly(tmp_path, 
     result = BfsEngine(kernel=kernel, workers=1).check(model, props, CheckOptions(), saving=saving)
     assert not result.complete and result.stop_reason == "checkpoint not written (No space left on device)"
     assert result.kernel == kernel and 0 < result.stats.states
+
+
+def test_a_checkpointed_run_goes_out_of_core_and_resumes_there_to_the_same_result(tmp_path, reference):
+    """Past --max-memory a checkpointed run goes out of core too: its saved levels are read
+    from the checkpoint's files, not kept. Killed there, it resumes under the same limit,
+    rebuilding the visited set a level at a time, to the uninterrupted run's result."""
+    code, expected, traces = reference
+    ck, out, scratch = tmp_path / "ck", tmp_path / "traces", tmp_path / "tmp"
+    scratch.mkdir()
+    limited = [*MAIN, "--max-memory", "140M", "--trace-dir", str(out)]
+    env = dict(os.environ, TMPDIR=str(scratch))
+    proc = subprocess.Popen([command("check-model"), *limited, "--checkpoint", str(ck)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not list(scratch.glob("isrcheck-spill-*")):
+        assert proc.poll() is None, f"the run ended in memory: {proc.stderr.read()}"
+        assert time.monotonic() < deadline, "the run never went out of core"
+        time.sleep(0.005)
+    spilled_at = _levels_saved(ck)
+    while _levels_saved(ck) < spilled_at + 3:  # levels saved from the queue's file
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    proc = run_cli("check-model", *limited, "--format", "json", "--resume", str(ck), env={"TMPDIR": str(scratch)})
+    report = json.loads(proc.stdout)
+    assert (proc.returncode, summary(report)) == (code, expected)
+    assert report["peak_memory_bytes"] < 140 * 2**20  # in memory or out of core again: the room decides
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == traces
+
+
+def test_a_resume_short_of_memory_rebuilds_the_visited_set_on_disk(tmp_path):
+    """The restore itself out of core (forced): the same levels and traces as in memory."""
+    config = ModelConfig(rf=2, max_records=1)
+    model, props = ReplicationModel(config), select(config)
+    ident = checkpoint.identity(config.as_dict(), {"engine": "bfs"})
+    ck = tmp_path / "ck"
+    first = BfsEngine(kernel="vector", workers=1).check(model, props, CheckOptions(max_depth=6),
+                                                          saving=BfsSaving(ck, ident, resuming=False))
+    assert first.complete and first.stats.depth == 6
+    results = []
+    for out_of_core in (False, True):
+        copy = shutil.copytree(ck, tmp_path / f"ck-{out_of_core}")  # each resume goes on in its own folder
+        search = VectorSearch(model, kernel_for(model), props, CheckOptions(), workers=1,
+                              saving=BfsSaving(copy, ident, resuming=True), out_of_core=out_of_core)
+        results.append((search.run(), search))
+    (memory, a), (disk, b) = results
+    assert b.visited_set.disk is not None and a.visited_set.disk is None and memory.stats.depth > 6
+    assert (disk.stats.states, disk.stats.generated, disk.stats.depth) == (memory.stats.states, memory.stats.generated,
+                                                                            memory.stats.depth)
+    assert [(p.name, p.status, p.path) for p in disk.properties] == [(p.name, p.status, p.path) for p in memory.properties]

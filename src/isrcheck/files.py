@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +158,9 @@ def _check_names(path: Path, option: str) -> None:
             raise FileProblem(f"{option}: the path holds a NUL character")
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Replace ``path`` by ``data`` so that a kill at any moment leaves the old or the new
-    file whole. A symbolic link is followed (its target is replaced); anything but a
+def atomic_write(path: str | os.PathLike, data: bytes | str | Iterable[bytes | memoryview]) -> Path:
+    """Replace ``path`` by ``data`` (or its parts, written in turn: a file bigger than memory)
+    so that a kill at any moment leaves the old or the new file whole. A symbolic link is followed (its target is replaced); anything but a
     regular file or nothing at the target is refused, never replaced."""
     path = Path(path)
     target = followed(path) or path
@@ -181,7 +182,8 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
         with os.fdopen(fd, "wb") as f:
             # a replaced file keeps its permissions; a new one gets what a plain open() would give
             os.fchmod(f.fileno(), stat.S_IMODE(mode) if mode is not None else 0o666 & ~_UMASK)
-            f.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
