@@ -24,6 +24,7 @@ SPLIT_MIN = 1 << 14  # a level split among threads: below this a chunk's kernel 
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
 # forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
 CHUNK_BYTES_PER_STATE = 768
+RESTORE_BLOCK = 1 << 15  # a resume checks the saved states' properties this many at a time
 
 
 class MemoryFit:
@@ -108,8 +109,10 @@ class MemoryFit:
         found: dict[str, tuple[int, int]] = {}
         for depth, level in enumerate(self.keys):
             keys = read_mapped(level)
-            todo = [p for p in self.pending if p[0] not in found]
-            found.update({name: (depth, row) for name, (_, row) in derived_found(kernel, [keys], todo).items()})
+            for lo in range(0, keys.shape[1], RESTORE_BLOCK):  # a level's decoded components at once: a spike
+                todo = [p for p in self.pending if p[0] not in found]
+                part = derived_found(kernel, [keys[:, lo : lo + RESTORE_BLOCK]], todo) if todo else {}
+                found.update({name: (depth, lo + row) for name, (_, row) in part.items()})
             fp = kernel.fingerprints(keys)
             self._restore_room(limits, len(fp))
             ordered = np.sort(fp)
@@ -120,6 +123,11 @@ class MemoryFit:
         check_found(self.found, found, self.saver.folder)
         order = np.argsort(fp, kind="stable")
         self.frontier, self.frontier_rows = keys[:, order], order.astype(np.int64)
+        # what _make_room's guess reads, as _store would have left it: the last level's growth,
+        # and a level's bytes a state in memory (New: fp, pos, prio, keys, decides, orbits)
+        sizes = [level.shape[1] for level in self.keys[-2:]]
+        self.last_growth = sizes[-1] / max(1, sizes[0]) if len(sizes) > 1 else 1.0
+        self.last_bytes_per_state = 8 * (3 + kernel.words) + len(self.pending) + 4 * self.symmetry
 
     def _restore_room(self, limits: Limits, k: int) -> None:
         """On resume, before a saved level's ``k`` fingerprints join the visited set: out of core
