@@ -331,11 +331,6 @@ class VectorSearch(MemoryFit):
         return len(self.levels)
 
     @property
-    def visited(self) -> np.ndarray:
-        """The sorted fingerprints of every stored state (a view until the next level is stored)."""
-        return self.visited_set.values
-
-    @property
     def parents(self) -> Sequence[np.ndarray]:
         return self.levels.parents
 

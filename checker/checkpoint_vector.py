@@ -72,17 +72,10 @@ class VectorCheckpointWriter:
         self.folder.mkdir(parents=True, exist_ok=True)
         written = []
         for depth in range(len(self.levels), len(search.keys)):
-            parents = search.parents[depth]
-            crc, size = 0, 0
-
-            def parts(keys=search.keys[depth], parents=parents, actions=search.actions[depth]):
-                nonlocal crc, size
-                for part in _level_parts(keys, parents, actions):
-                    crc, size = zlib.crc32(part, crc), size + part.nbytes
-                    yield part
-
-            path = atomic_write(self.folder / level_name(depth), parts())
-            self.levels.append({"states": int(len(parents)), "size": size, "crc": crc})
+            parents, tally = search.parents[depth], [0, 0]  # CRC-32 and size, as the parts are written
+            parts = _level_parts(search.keys[depth], parents, search.actions[depth])
+            path = atomic_write(self.folder / level_name(depth), _tallied(parts, tally))
+            self.levels.append({"states": int(len(parents)), "size": tally[1], "crc": tally[0]})
             written.append((depth, path))
         write_manifest(self.folder, {
             **header(FORMAT, self.ident),
@@ -99,6 +92,13 @@ class VectorCheckpointWriter:
 
 
 BLOCK = 1 << 20  # states written or checked at a time
+
+
+def _tallied(parts: Iterator[memoryview], tally: list[int]) -> Iterator[memoryview]:
+    """The parts, each added to ``tally`` (CRC-32, size) as it goes by."""
+    for part in parts:
+        tally[0], tally[1] = zlib.crc32(part, tally[0]), tally[1] + part.nbytes
+        yield part
 
 
 def _level_parts(keys: Any, parents: np.ndarray, actions: np.ndarray) -> Iterator[memoryview]:

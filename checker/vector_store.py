@@ -118,13 +118,6 @@ class VisitedSet:
         return (f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
                 f"based on the actual fingerprints val = {actual:.1E}")
 
-    def replace(self, values: np.ndarray) -> None:
-        """Take these sorted values (copied unless the array owns them: it will be resized)."""
-        if not (values.flags.owndata and values.flags.c_contiguous and values.dtype == np.uint64):
-            values = values.astype(np.uint64, copy=True)
-        self._buf, self.n = values, len(values)
-        self._sampled()
-
     def add(self, new: np.ndarray, pos: np.ndarray) -> None:
         """Merge ``new`` (sorted, none already here), given ``pos``: where each sorts among
         the values (``searchsorted``)."""
@@ -190,7 +183,7 @@ class LevelLog:
         self.states += n
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
-        """Levels read from a checkpoint (kept in memory: the run saves them again)."""
+        """Levels read from a checkpoint (memory maps of its files, which the run does not write again)."""
         self.parents, self.actions = _Levels(parents), _Levels(actions)
         self.states = sum(len(p) for p in parents)
 
@@ -224,9 +217,7 @@ class _Levels(Sequence):
     def __len__(self) -> int:
         return len(self._items)
 
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(len(self._items))[i]]
+    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
         item = self._items[i]
         return item.read() if isinstance(item, _Extent) else item
 

@@ -66,7 +66,7 @@ def test_a_visited_set_spilled_to_disk_keeps_its_gap_and_answers_from_disk(tmp_p
     rng = np.random.default_rng(5)
     values = distinct_sorted(rng, 3000)
     visited = VisitedSet()
-    visited.replace(values.copy())
+    visited.add(values, np.zeros(len(values), dtype=np.int64))
     assert visited.spill(tmp_path) and visited.n == 0 and visited.disk.n == len(values)
     probe = distinct_sorted(rng, 500)
     assert (visited.unseen_on_disk(probe) == ~np.isin(probe, values)).all()
