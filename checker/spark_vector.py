@@ -164,9 +164,9 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
         keys = parents = np.empty((words, 0), dtype=U64)
     fresh = np.ones(keys.shape[1], dtype=bool)
     mine = rows(keys)
-    for chunk in visited:  # sorted chunks: each candidate looked up by binary search
-        pos = np.minimum(np.searchsorted(chunk, mine), len(chunk) - 1)
-        fresh &= chunk[pos] != mine
+    if len(mine):
+        for run in sorted_runs(visited):
+            _drop_seen(run, mine, fresh)
     keys, parents = keys[:, fresh], parents[:, fresh]
     del visited, mine
     found: dict[str, int] = {}
@@ -181,6 +181,35 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
     summary = Summary(keys.shape[1], generated, found, full)
     for i in range(0, max(keys.shape[1], 1), CHUNK):
         yield index, ("V", keys[:, i : i + CHUNK], parents[:, i : i + CHUNK], summary if i == 0 else None)
+
+
+def sorted_runs(chunks: list[np.ndarray]) -> Iterator[np.ndarray]:
+    """Consecutive sorted chunks joined while they stay sorted: a partition's share of a level
+    arrives as slices of one sorted array, so a search costs one lookup a level, not a chunk."""
+    run: list[np.ndarray] = []
+    for chunk in chunks:
+        if run and not _above(chunk[0], run[-1][-1]):
+            yield np.concatenate(run) if len(run) > 1 else run[0]
+            run = []
+        run.append(chunk)
+    if run:
+        yield np.concatenate(run) if len(run) > 1 else run[0]
+
+
+def _above(a, b) -> bool:
+    """a > b for ``rows`` values: words, or records of words (compared most significant first)."""
+    return tuple(a) > tuple(b) if isinstance(a, np.void) else bool(a > b)
+
+
+def _drop_seen(run: np.ndarray, mine: np.ndarray, fresh: np.ndarray) -> None:
+    """Clear ``fresh`` where the sorted candidates ``mine`` are in the sorted ``run``, searching
+    the smaller in the larger (late levels meet few candidates; early ones are small)."""
+    if len(run) >= len(mine):
+        pos = np.minimum(np.searchsorted(run, mine), len(run) - 1)
+        fresh &= run[pos] != mine
+    else:
+        pos = np.minimum(np.searchsorted(mine, run), len(mine) - 1)
+        fresh[pos[mine[pos] == run]] = False
 
 
 def find_parents(words: int, wanted: frozenset[int], records: Iterable[Record]) -> Iterator[tuple[int, int]]:

@@ -57,6 +57,28 @@ def test_distinct_keys_keep_their_smallest_parent_and_sort_as_their_integers(wor
     assert (np.searchsorted(rows, probe) == np.arange(0, len(expected), 7)).all()
 
 
+@pytest.mark.parametrize("words", [1, 2])
+def test_visited_chunks_join_into_sorted_runs_and_remove_exactly_the_visited_candidates(words):
+    """The anti-join's search: a level's chunks are slices of one sorted array, joined back into
+    one run a level; candidates in any run are dropped, whichever side is the larger."""
+    rng = random.Random(words)
+    universe = sorted({rng.getrandbits(64 * words) >> rng.choice([0, 5]) for _ in range(3000)})
+    levels = [sorted(rng.sample(universe, size)) for size in (1, 40, 900, 7)]
+    chunks = [spark_vector.rows(keys_of_ints(level[i : i + 64], words)) for level in levels
+              for i in range(0, len(level), 64)]
+    runs = list(spark_vector.sorted_runs(chunks))
+    assert len(runs) <= len(levels) < len(chunks)
+    assert all((np.sort(run) == run).all() for run in runs)
+    visited = set().union(*levels)
+    for size in (3, 100, 2000):
+        candidates = sorted(rng.sample(universe, size))
+        mine = spark_vector.rows(keys_of_ints(candidates, words))
+        fresh = np.ones(len(mine), dtype=bool)
+        for run in runs:
+            spark_vector._drop_seen(run, mine, fresh)
+        assert [c for c, f in zip(candidates, fresh) if f] == [c for c in candidates if c not in visited]
+
+
 def test_the_scalar_tasks_do_not_import_numpy():
     script = "import sys, isrcheck.checker.spark_tasks; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
