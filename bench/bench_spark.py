@@ -5,7 +5,8 @@
     python bench/bench_spark.py local[2] cluster       # some setups only
     python bench/bench_spark.py local[1] local[1]-vector   # Spark on the scalar and the vector kernel
 
-Setups: ``bfs`` (the reference engine, one process), ``local[1]`` and ``local[2]``
+Setups: ``bfs`` (the reference engine, one process, one thread a core as ``check-model``
+runs it), ``local[1]`` and ``local[2]``
 (Spark embedded in the driver's JVM), ``cluster`` (a standalone master and two
 workers of one core and 1 GiB each on 127.0.0.1, started by this benchmark
 through pyspark's ``spark-class`` and not timed). The Spark setups run the scalar
@@ -30,6 +31,8 @@ CONFIGS = {
     "kip320-rf3": ["--core", "--protocol", "kip-320", "--rf", "3", "--no-symmetry", "--continue"],
     "kip320-rf2": ["--core", "--protocol", "kip-320", "--rf", "2", "--no-symmetry", "--continue"],
     "hwtrunc-rf2": ["--core", "--protocol", "hw-truncation", "--rf", "2", "--no-symmetry", "--continue"],
+    "kip320-rf3-e3": ["--core", "--protocol", "kip-320", "--rf", "3", "--no-symmetry", "--continue",
+                      "--max-leader-epoch", "3"],  # 10 M states, 32 levels: issue 22's size
 }
 SETUPS = ("bfs", "local[1]", "local[2]", "cluster")
 
@@ -102,8 +105,9 @@ else:
 try:
     sampler = Sampler(roots)
     startup = 0.0
-    if setup == "bfs":
-        engine = get_engine("bfs")
+    if setup == "bfs":  # as check-model runs it: one thread a core
+        from isrcheck.cli.common import available_cores
+        engine = get_engine("bfs", workers=available_cores())
     else:
         from isrcheck.checker.spark_context import spark_context
         t = time.perf_counter()
