@@ -171,9 +171,6 @@ def spark_context(master: str, verbose: bool = False) -> "SparkContext":
     # level runs two tasks a partition one after the other.
     spark_conf.set("spark.python.unix.domain.socket.enabled", "true")
     if runs_on_this_machine(master):
-        # Executors' Python workers must import the packages the driver has.
-        spark_conf.set("spark.pyspark.python", sys.executable)
-        spark_conf.set("spark.pyspark.driver.python", sys.executable)
         # Short-lived JVMs sharing a few cores with their Python workers: the JVM only
         # moves bytes here, and C2 compilation costs more CPU than it saves (measured:
         # a small check-model run took 11-15 s instead of 21-26 s).
@@ -204,6 +201,11 @@ def spark_context(master: str, verbose: bool = False) -> "SparkContext":
         # it back to whoever had it, so that check-model stops cleanly with what it found.
         if previous_sigint is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, previous_sigint)
+    if runs_on_this_machine(master) and "PYSPARK_PYTHON" not in os.environ:
+        # Executors' Python workers must import the packages the driver has. pyspark sends
+        # each task the interpreter it read from PYSPARK_PYTHON ("python3" when unset);
+        # spark.pyspark.python is read only by spark-submit, which did not start this process.
+        sc.pythonExec = sys.executable
     sc.setLogLevel("WARN")
     atexit.register(_stop_quietly, sc)
     return sc

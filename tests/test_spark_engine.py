@@ -157,6 +157,13 @@ def spark_test(test):
 
 
 @spark_test
+def test_executors_run_the_drivers_interpreter():
+    """Not whatever "python3" is first on the PATH: that one may lack NumPy or another version."""
+    sc = spark_context.spark_context("local[*]")
+    assert sc.parallelize([0], 1).map(lambda _: sys.executable).collect() == [sys.executable]
+
+
+@spark_test
 def test_a_new_spark_context_leaves_ctrl_c_to_whoever_handled_it_before():
     """PySpark installs its own handler (raise KeyboardInterrupt); check-model's stops cleanly instead."""
     assert SparkRun.sigint_handler_kept
