@@ -11,6 +11,9 @@ its executor in the middle of a run, with and without ``--checkpoint``.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -80,6 +83,61 @@ def test_check_model_on_the_cluster_reports_the_bfs_result_and_nothing_of_spark(
     report = json.loads(proc.stdout)
     assert report["config"]["master"] == cluster.master_url
     assert_report_is_bfs(report, CORE_RF2["hw-truncation"], explore_all=True)
+
+
+LOW_MEMORY_DRIVER = r"""
+import json, re, sys
+from isrcheck.checker import CheckOptions, Observer, get_engine
+from isrcheck.checker.spark_context import spark_context
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.properties import select
+
+sc = spark_context(sys.argv[1])
+config = ModelConfig(rf=3, protocol="kip-320", core=True)
+
+
+class Cached(Observer):
+    # The largest cache of the levels seen after a level, in memory and on disk, and the
+    # memory every block manager (the driver's, each executor's) may cache in.
+    memory = disk = 0
+    storage = {}
+
+    def progress(self, info):
+        infos = sc._jsc.sc().getRDDStorageInfo()
+        memory, disk = sum(i.memSize() for i in infos), sum(i.diskSize() for i in infos)
+        if memory + disk > self.memory + self.disk:
+            self.memory, self.disk = memory, disk
+        status = sc._jsc.sc().getExecutorMemoryStatus().toString()  # Map(host:port -> (max, left), ...)
+        self.storage = {m[0]: int(m[1]) for m in re.findall(r"([\w.]+:\d+) -> \((\d+),", status)}
+
+
+observer = Cached()
+result = get_engine("spark", master=sys.argv[1]).check(ReplicationModel(config), select(config),
+                                                        CheckOptions(explore_all=True, symmetry=True), observer)
+s = result.stats
+print(json.dumps(dict(states=s.states, generated=s.generated, depth=s.depth, complete=result.complete,
+                      memory=observer.memory, disk=observer.disk, storage=observer.storage)))
+"""
+
+
+def test_a_visited_set_larger_than_the_memory_spark_may_cache_in_goes_to_disk_and_gives_the_bfs_counts(cluster):
+    """Issue 22: the visited set is the executors', spread over their memory and disks, never
+    the driver's. The driver and executors get Spark's smallest heap (512 MiB) and a thousandth
+    of it to cache in (spark.memory.fraction): about 220 KB each, for levels that take about
+    16 MB cached (123,311 states with their parents; measured in local mode)."""
+    if _active_context() is not None:
+        _active_context().stop()  # a standalone app takes every core: let the child's driver have them
+    low = "--driver-memory 512m --conf spark.executor.memory=512m --conf spark.memory.fraction=0.001 pyspark-shell"
+    proc = subprocess.run([sys.executable, "-c", LOW_MEMORY_DRIVER, cluster.master_url], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYSPARK_SUBMIT_ARGS=low))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    bfs = run_bfs(ModelConfig(rf=3, protocol="kip-320", core=True), explore_all=True, symmetry=True)
+    assert {k: got[k] for k in ("states", "generated", "depth", "complete")} == {
+        k: counts(bfs)[k] for k in ("states", "generated", "depth", "complete")}
+    assert len(got["storage"]) == 3  # the driver and two executors
+    assert got["memory"] + got["disk"] > 4 * sum(got["storage"].values())  # far more than all of them may cache
+    assert got["disk"] > got["memory"]
 
 
 @pytest.mark.parametrize("protocol", ["kip-101", "kip-279", "kip-320"])
