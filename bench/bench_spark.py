@@ -9,7 +9,8 @@ Setups: ``bfs`` (the reference engine, one process, one thread a core as ``check
 runs it), ``local[1]`` and ``local[2]``
 (Spark embedded in the driver's JVM), ``cluster`` (a standalone master and two
 workers of one core and 1 GiB each on 127.0.0.1, started by this benchmark
-through pyspark's ``spark-class`` and not timed). The Spark setups run the scalar
+through pyspark's ``spark-class`` and not timed; ``cluster1``: the same with one
+worker, to see what the second one gives). The Spark setups run the scalar
 kernel; with ``-vector`` appended (``local[1]-vector``, ``cluster-vector``) the
 vector kernel (``--kernel vector``, executors working on arrays). Each setup runs in a fresh
 interpreter. Printed per setup: distinct states and depth (checked against BFS),
@@ -33,8 +34,9 @@ CONFIGS = {
     "hwtrunc-rf2": ["--core", "--protocol", "hw-truncation", "--rf", "2", "--no-symmetry", "--continue"],
     "kip320-rf3-e3": ["--core", "--protocol", "kip-320", "--rf", "3", "--no-symmetry", "--continue",
                       "--max-leader-epoch", "3"],  # 10 M states, 32 levels: issue 22's size
+    "rf4-min-isr2": ["--rf", "4", "--min-isr", "2", "--max-records", "1"],  # 17.4 M states, symmetry, two-word keys
 }
-SETUPS = ("bfs", "local[1]", "local[2]", "cluster")
+SETUPS = ("bfs", "local[1]", "local[2]", "cluster")  # also cluster1: the cluster with one of its two workers
 
 CHILD = r"""
 import json, sys, threading, time
@@ -95,9 +97,10 @@ class Sampler:
 me = psutil.Process()
 cluster = None
 roots = [me]
-if setup == "cluster":
+workers = {"cluster": 2, "cluster1": 1}.get(setup, 0)
+if workers:
     from isrcheck.checker.spark_cluster import LocalCluster
-    cluster = LocalCluster(workers=2, cores=1, memory="1g").start()
+    cluster = LocalCluster(workers=workers, cores=1, memory="1g").start()
     roots += [cluster.master, *cluster.workers]
     master = cluster.master_url
 else:
@@ -113,7 +116,7 @@ try:
         t = time.perf_counter()
         sc = spark_context(master)
         if cluster is not None:  # wait for both executors: their start is start-up, not search
-            while sc._jsc.sc().getExecutorMemoryStatus().size() < 3:
+            while sc._jsc.sc().getExecutorMemoryStatus().size() < workers + 1:
                 time.sleep(0.1)
         startup = time.perf_counter() - t
         engine = get_engine("spark", master=master, kernel=kernel)
