@@ -55,7 +55,7 @@ from .spark_tasks import Record, identity, partition_of, summary_of
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
 
-FORMAT = "isrcheck-spark-checkpoint-2"
+FORMAT = "isrcheck-spark-checkpoint-3"  # 3: levels of multi-word keys in spark_order's order
 READ_BLOCK = 1 << 20
 
 

@@ -325,9 +325,18 @@ class _SparkSearch:
         self.full_states += sum(s.full_states for s in summaries)
         for s in summaries:
             for name, state in s.found.items():
-                if name not in self.found or state < self.found[name][1]:
+                if name not in self.found or self._before(state, self.found[name][1]):
                     self.found[name] = (depth, state)
         return True
+
+    def _before(self, a: int, b: int) -> bool:
+        """The order every partition chose its first deciding state by: integers, or the
+        vector kernel's levels' order (``spark_order``)."""
+        if self.kernel is None or self.kernel.words == 1:
+            return a < b
+        from . import spark_vector
+
+        return spark_vector.before(self.kernel.words, a, b)
 
     # -- counterexamples ----------------------------------------------------------
     def _paths(self) -> dict[str, Path]:

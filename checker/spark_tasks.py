@@ -21,7 +21,8 @@ that reach a state), and so is each property's reported state (the smallest
 violating state of the first level that has one), so the result does not depend
 on the number of partitions, on task order or on retries after a lost executor.
 
-Where the vector kernel runs (``Job.vector``), states are its keys and the engine runs
+Where the vector kernel runs (``Job.vector``), states are its keys, "smallest" means first
+in the order of ``spark_order`` (key order for one-word keys), and the engine runs
 ``spark_vector``'s tasks instead, which take a partition's states as one array.
 """
 

@@ -5,11 +5,12 @@ for a search whose states are kernel keys (``model/kernel.py``) rather than scal
 packed ints. Where ``spark_tasks`` loops over states one by one, these take a
 record's states as one ``(words, n)`` uint64 array: one ``kernel.expand`` call per
 frontier record, batch canonical forms and orbit sizes, batch predicates, and
-de-duplication by sorting (a lexsort by key, then parent: the first of each group
-keeps the smallest parent).
+de-duplication by sorting (by key, then parent: each key keeps its first parent).
 
+"Sorted" and "first" here are in the levels' order (``spark_order``): by a 64-bit
+order value, then by key; for keys of one word, key order, the ``spark_tasks`` order.
 Payloads carry arrays instead of lists (``("C", keys, parents)``,
-``("V", keys, parents, summary)``, ``("G", n)``), every ``keys`` sorted by key; a
+``("V", keys, parents, summary)``, ``("G", n)``), every ``keys`` in that order; a
 key's integer (``VectorKernel.int_of_key``, words low first) is what the driver
 sees in summaries and parent walks. A state's partition is ``fingerprint(key int) %
 partitions`` as everywhere in the engine; ``partitions_of`` computes it for a whole
@@ -31,6 +32,7 @@ from isrcheck.model.machine import model_for, properties_for
 from isrcheck.properties import verdict
 from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys_of_ints
 
+from .spark_order import drop_seen, locate, order_of, smallest_parents, sort_key, sorted_runs
 from .spark_tasks import CHUNK, Job, Record, Summary
 
 U64 = np.uint64
@@ -60,18 +62,6 @@ def _kit(job: Job) -> _VectorKit:
 
 
 # -- keys -------------------------------------------------------------------------------------
-def rows(keys: np.ndarray) -> np.ndarray:
-    """One comparable value per key, ordered as the key integers: the word itself, or a record
-    of the words, most significant first (NumPy sorts and searches those field by field)."""
-    words = keys.shape[0]
-    if words == 1:
-        return keys[0]
-    out = np.empty(keys.shape[1], dtype=[(f"w{w}", U64) for w in range(words - 1, -1, -1)])
-    for w in range(words):
-        out[f"w{w}"] = keys[w]
-    return out
-
-
 def partitions_of(keys: np.ndarray, partitions: int) -> np.ndarray:
     """``fingerprint(key int) % partitions`` for every key: the key itself when it fits one
     word, else the fold of ``model.replication.fingerprint`` over its significant words."""
@@ -92,17 +82,6 @@ def split_by_partition(keys: np.ndarray, parents: np.ndarray, partitions: int) -
     for q in np.unique(where).tolist():
         mask = where == q
         yield q, keys[:, mask], parents[:, mask]
-
-
-def smallest_parents(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct keys, sorted, each with the smallest of its parents."""
-    if keys.shape[1] == 0:
-        return keys, parents
-    order = np.lexsort((*parents, *keys))  # the last row sorts first: the key's top word
-    keys, parents = keys[:, order], parents[:, order]
-    first = np.ones(keys.shape[1], dtype=bool)
-    np.any(keys[:, 1:] != keys[:, :-1], axis=0, out=first[1:])
-    return keys[:, first], parents[:, first]
 
 
 def seed_records(keys: np.ndarray, partitions: int) -> list[Record]:
@@ -131,7 +110,7 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     if found_keys:
         keys, parents = smallest_parents(np.concatenate(found_keys, axis=1), np.concatenate(found_parents, axis=1))
         where = partitions_of(keys, job.partitions).astype(np.int64)
-        by_partition = np.argsort(where, kind="stable")  # stable: each bucket stays sorted by key
+        by_partition = np.argsort(where, kind="stable")  # stable: each bucket stays in the levels' order
         ends = np.cumsum(np.bincount(where, minlength=job.partitions))
         for q in range(job.partitions):
             mine = by_partition[(ends[q - 1] if q else 0) : ends[q]]
@@ -151,7 +130,7 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
         tag = payload[0]
         if tag == "V":
             if payload[1].shape[1]:
-                visited.append(rows(payload[1]))
+                visited.append(payload[1])
         elif tag == "C":
             cand_keys.append(payload[1])
             cand_parents.append(payload[2])
@@ -163,19 +142,20 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
     else:
         keys = parents = np.empty((words, 0), dtype=U64)
     fresh = np.ones(keys.shape[1], dtype=bool)
-    mine = rows(keys)
-    if len(mine):
+    if keys.shape[1]:
+        mine = (keys, order_of(keys))
         for run in sorted_runs(visited):
-            _drop_seen(run, mine, fresh)
+            drop_seen(run, mine, fresh)
+        del mine
     keys, parents = keys[:, fresh], parents[:, fresh]
-    del visited, mine
+    del visited
     found: dict[str, int] = {}
     if keys.shape[1] and job.pending:
         comps = kernel.components(keys)
         for name in job.pending:
             pred, always = kit.predicates[name]
             hits = np.flatnonzero(pred(comps) != always)
-            if len(hits):  # sorted: the first hit is the smallest
+            if len(hits):  # in the levels' order: the first hit is the first in that order
                 found[name] = VectorKernel.int_of_key(keys[:, hits[0]])
     full = int(kernel.orbit_sizes(keys).sum()) if job.symmetry and keys.shape[1] else 0
     summary = Summary(keys.shape[1], generated, found, full)
@@ -183,44 +163,23 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
         yield index, ("V", keys[:, i : i + CHUNK], parents[:, i : i + CHUNK], summary if i == 0 else None)
 
 
-def sorted_runs(chunks: list[np.ndarray]) -> Iterator[np.ndarray]:
-    """Consecutive sorted chunks joined while they stay sorted: a partition's share of a level
-    arrives as slices of one sorted array, so a search costs one lookup a level, not a chunk."""
-    run: list[np.ndarray] = []
-    for chunk in chunks:
-        if run and not _above(chunk[0], run[-1][-1]):
-            yield np.concatenate(run) if len(run) > 1 else run[0]
-            run = []
-        run.append(chunk)
-    if run:
-        yield np.concatenate(run) if len(run) > 1 else run[0]
-
-
-def _above(a, b) -> bool:
-    """a > b for ``rows`` values: words, or records of words (compared most significant first)."""
-    return tuple(a) > tuple(b) if isinstance(a, np.void) else bool(a > b)
-
-
-def _drop_seen(run: np.ndarray, mine: np.ndarray, fresh: np.ndarray) -> None:
-    """Clear ``fresh`` where the sorted candidates ``mine`` are in the sorted ``run``, searching
-    the smaller in the larger (late levels meet few candidates; early ones are small)."""
-    if len(run) >= len(mine):
-        pos = np.minimum(np.searchsorted(run, mine), len(run) - 1)
-        fresh &= run[pos] != mine
-    else:
-        pos = np.minimum(np.searchsorted(mine, run), len(mine) - 1)
-        fresh[pos[mine[pos] == run]] = False
-
-
 def find_parents(words: int, wanted: frozenset[int], records: Iterable[Record]) -> Iterator[tuple[int, int]]:
     """(state, parent) key integers for every wanted state stored in this partition of a level."""
     ordered = sorted(wanted)
-    targets = rows(keys_of_ints(ordered, words))
+    targets = keys_of_ints(ordered, words)
+    target_order = order_of(targets)
     for _, payload in records:
         keys = payload[1]
         if not keys.shape[1]:
             continue
-        stored = rows(keys)
-        pos = np.minimum(np.searchsorted(stored, targets), len(stored) - 1)
-        for i in np.flatnonzero(stored[pos] == targets):
+        pos, found = locate(keys, order_of(keys), targets, target_order)
+        for i in np.flatnonzero(found):
             yield ordered[i], VectorKernel.int_of_key(payload[2][:, pos[i]])
+
+
+def before(words: int, a: int, b: int) -> bool:
+    """Whether state a comes before state b in the levels' order (the driver's choice of the
+    first deciding state among partitions must be the order each partition chose by)."""
+    keys = keys_of_ints([a, b], words)
+    order = order_of(keys)
+    return sort_key(keys[:, 0], order[0]) < sort_key(keys[:, 1], order[1])

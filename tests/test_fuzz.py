@@ -662,7 +662,8 @@ def test_check_suite(base, case):
 
 # ---- checkpoints: --resume of an edited checkpoint folder ----------------------------------------------------------
 MANIFEST_WORDS = ["isrcheck-checkpoint-1", "isrcheck-checkpoint-2", "isrcheck-spark-checkpoint-1",
-                  "isrcheck-spark-checkpoint-2", "isrcheck-vector-checkpoint-1", "i", "l", "H", "I", "b", "d", "q",
+                  "isrcheck-spark-checkpoint-2", "isrcheck-spark-checkpoint-3", "isrcheck-vector-checkpoint-1",
+                  "i", "l", "H", "I", "b", "d", "q",
                   *ft.PROPERTIES, "bfs", "spark", "vector", "scalar", "0.1.0", "2"]
 MANIFEST_KEYS = ["format", "model_version", "isrcheck_version", "config", "options", "states", "state_bytes",
                  "parent_type", "action_type", "crc", "cursor", "level_ends", "generated", "found", "elapsed",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pickle
 import random
+from functools import partial
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from isrcheck.checker import spark_tasks, spark_vector
@@ -36,49 +36,6 @@ def test_partitions_of_keys_are_the_fingerprint_partitions_of_their_integers(wor
         assert spark_vector.partitions_of(keys, n).tolist() == [fingerprint(k) % n for k in ints]
 
 
-@pytest.mark.parametrize("words", [1, 2])
-def test_distinct_keys_keep_their_smallest_parent_and_sort_as_their_integers(words):
-    rng = random.Random(7)
-    pairs = [(rng.getrandbits(64 * words) >> rng.choice([0, 64 * words - 3]), rng.getrandbits(64 * words))
-             for _ in range(300)]
-    pairs += pairs[:50]  # duplicates
-    pairs += [(k, p ^ 1) for k, p in pairs[:80]]  # same key, other parents
-    keys = keys_of_ints([k for k, _ in pairs], words)
-    parents = keys_of_ints([p for _, p in pairs], words)
-    k, p = spark_vector.smallest_parents(keys, parents)
-    expected: dict[int, int] = {}
-    for key, parent in pairs:
-        expected[key] = min(parent, expected.get(key, parent))
-    assert ints_of_keys(k) == sorted(expected)
-    assert ints_of_keys(p) == [expected[key] for key in sorted(expected)]
-    rows = spark_vector.rows(k)
-    assert (np.sort(rows) == rows).all()
-    probe = spark_vector.rows(keys_of_ints(sorted(expected)[::7], words))
-    assert (np.searchsorted(rows, probe) == np.arange(0, len(expected), 7)).all()
-
-
-@pytest.mark.parametrize("words", [1, 2])
-def test_visited_chunks_join_into_sorted_runs_and_remove_exactly_the_visited_candidates(words):
-    """The anti-join's search: a level's chunks are slices of one sorted array, joined back into
-    one run a level; candidates in any run are dropped, whichever side is the larger."""
-    rng = random.Random(words)
-    universe = sorted({rng.getrandbits(64 * words) >> rng.choice([0, 5]) for _ in range(3000)})
-    levels = [sorted(rng.sample(universe, size)) for size in (1, 40, 900, 7)]
-    chunks = [spark_vector.rows(keys_of_ints(level[i : i + 64], words)) for level in levels
-              for i in range(0, len(level), 64)]
-    runs = list(spark_vector.sorted_runs(chunks))
-    assert len(runs) <= len(levels) < len(chunks)
-    assert all((np.sort(run) == run).all() for run in runs)
-    visited = set().union(*levels)
-    for size in (3, 100, 2000):
-        candidates = sorted(rng.sample(universe, size))
-        mine = spark_vector.rows(keys_of_ints(candidates, words))
-        fresh = np.ones(len(mine), dtype=bool)
-        for run in runs:
-            spark_vector._drop_seen(run, mine, fresh)
-        assert [c for c, f in zip(candidates, fresh) if f] == [c for c in candidates if c not in visited]
-
-
 def test_the_scalar_tasks_do_not_import_numpy():
     script = "import sys, isrcheck.checker.spark_tasks; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -91,6 +48,8 @@ def test_the_scalar_tasks_do_not_import_numpy():
 def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark_tasks.Summary, dict]]:
     """The engine's levels computed in this process: per level, the merged summary and {state: parent}."""
     n = job.partitions
+    words = seeds[0][1][1].shape[0] if job.vector else 1  # a seed record: (partition, ("C", keys, parents))
+    first = partial(spark_vector.before, words) if job.vector else int.__lt__
     visited: dict[int, list] = {q: [] for q in range(n)}
     candidates: dict[int, list] = {q: [] for q in range(n)}
     for q, payload in seeds:
@@ -113,8 +72,9 @@ def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark
                     new.update(zip(keys, pickle.loads(payload[2])))
         found: dict[str, int] = {}
         for s in summaries:
-            for name, state in s.found.items():
-                found[name] = min(state, found.get(name, state))
+            for name, state in s.found.items():  # the first in the levels' order, as the driver keeps
+                if name not in found or first(state, found[name]):
+                    found[name] = state
         total = spark_tasks.Summary(sum(s.new for s in summaries), sum(s.generated for s in summaries), found,
                                     sum(s.full_states for s in summaries))
         out.append((total, new))
@@ -161,8 +121,9 @@ def compare_tasks(config: ModelConfig, symmetry: bool, levels: int) -> list:
             assert set(v_sum.found) == set(s_sum.found), depth
             as_scalar = {t: kernel.scalar_of_key(t) for t in v_new}
             assert {canon(t) for t in as_scalar.values()} == set(s_new)
-            for name, key in v_sum.found.items():  # the smallest deciding key of the level
-                assert key == min(k for k in v_new if _decides(model, name, as_scalar[k]))
+            for name, key in v_sum.found.items():  # the level's first deciding key, in the levels' order
+                deciding = [k for k in v_new if _decides(model, name, as_scalar[k])]
+                assert all(not spark_vector.before(kernel.words, k, key) for k in deciding) and key in deciding
             if depth > 1:  # each parent is a state of the level before with this successor
                 before = vector[depth - 2][1]
                 for t, p in v_new.items():
@@ -225,6 +186,19 @@ def test_a_violation_found_on_the_vector_kernel_has_the_bfs_length_and_replays_o
     assert verdicts(vector) == verdicts(scalar) == verdicts(bfs)
     assert vector.stats.depth == bfs.stats.depth
     assert_paths_reach_their_verdicts(config, vector)
+
+
+@spark_test
+def test_keys_of_two_words_give_the_bfs_result_and_the_same_traces_on_any_partitioning():
+    """rf 4 keys are two words: levels are sorted and searched by their order values
+    (``spark_order``), and the deciding states and parents chosen in that order."""
+    config = ModelConfig(rf=4, protocol="hw-truncation", core=True)
+    assert kernel_for(ReplicationModel(config)).words == 2
+    runs = [run_spark(config, partitions=n, max_depth=10, explore_all=True, symmetry=True) for n in (2, 3)]
+    assert [r.kernel for r in runs] == ["vector", "vector"]
+    assert [p.status for p in runs[0].properties][:2] == ["violated", "violated"]  # at depth 10
+    assert [p.path for p in runs[0].properties] == [p.path for p in runs[1].properties]
+    assert_agrees_with_bfs(config, runs[0], max_depth=10, explore_all=True, symmetry=True)
 
 
 @spark_test
