@@ -332,7 +332,7 @@ class _SparkSearch:
     def _before(self, a: int, b: int) -> bool:
         """The order every partition chose its first deciding state by: integers, or the
         vector kernel's levels' order (``spark_order``)."""
-        if self.kernel is None or self.kernel.words == 1:
+        if self.kernel is None:
             return a < b
         from . import spark_vector
 

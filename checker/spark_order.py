@@ -20,7 +20,7 @@ from typing import Iterator
 import numpy as np
 
 U64 = np.uint64
-_MIX = (0, 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # odd: each a bijection
+_MIX = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # odd: each a bijection
 
 
 def order_of(keys: np.ndarray) -> np.ndarray:
@@ -30,7 +30,7 @@ def order_of(keys: np.ndarray) -> np.ndarray:
         return keys[0]
     out = keys[0].copy()
     for w in range(1, keys.shape[0]):
-        out ^= keys[w] * U64(_MIX[w % len(_MIX)] or 1)
+        out ^= keys[w] * U64(_MIX[(w - 1) % len(_MIX)])
     return out
 
 
