@@ -5,12 +5,14 @@ of the brokers. Trying all rf! relabellings of every successor costs 24 images a
 at rf 4 and 120 at rf 5 (two thirds of the rf 4 search's time, measured). As the
 scalar ``symmetry.py`` does, and symmetry-reducing checkers generally, the replicas
 are instead sorted by an identity-free signature (a replica's own fields with brokers
-seen only as none, itself or another, and its membership of the shared broker sets):
-a state's representative is the smallest image among the relabellings that sort it.
-The set of sorting relabellings of ``p(s)`` is that of ``s`` composed with ``p^-1``,
-so every member of an orbit has the same representative: the reduction stays exact.
-Only states whose signatures tie try more than one relabelling, and only those that
-permute inside the tied groups.
+seen only as none, itself or another; its membership of the shared broker sets; how many
+replicas' broker fields name it; how each pending request names it): a state's
+representative is the smallest image among the relabellings that sort it. The set of
+sorting relabellings of ``p(s)`` is that of ``s`` composed with ``p^-1``, so every
+member of an orbit has the same representative: the reduction stays exact. Only states
+whose signatures tie try more than one relabelling, and only those that permute inside
+the tied groups; a group of three or more whose neighbour swaps all fix the state (
+identical followers) tries none.
 
 Relabelling a batch takes one permutation per state: a replica's slot goes through a
 table per permutation (rf! x slots), a shared broker set or broker through a small one,
@@ -56,8 +58,18 @@ class KernelSymmetry:
         self.slot_table = self._slot_table()
         self.signature = self._signatures()
         self.shared, self.shared_sets = self._shared_tables()
+        self.references = self._references()
+        self.request_references = self._request_references()
+        own = int(self.signature.max()).bit_length() + len(self.shared_sets)
+        if self.request_references is not None and own + self._reference_bits() > 63:
+            self.request_references = None  # a signature must fit int64: the finer parts go first
+        if self.references is not None and own + self._reference_bits() > 63:
+            self.references = None
         self.requests = T.requests_field.name if T.requests_field is not None else None
         self.ties = self._tie_relabellings()
+        # swap[j]: the relabelling that swaps sorted positions j and j + 1
+        self.swap = [index[tuple(j + 1 if i == j else j if i == j + 1 else i for i in range(rf))]
+                     for j in range(rf - 1)]
 
     # ---- tables --------------------------------------------------------------------------------------
     def _slot_table(self) -> np.ndarray:
@@ -94,6 +106,47 @@ class KernelSymmetry:
             flat = flat.astype(np.int64)
         _, rank = np.unique(flat, return_inverse=True)
         return rank.reshape(rf, T.n_slots).astype(np.int32)
+
+    def _references(self) -> tuple[np.ndarray, int] | None:
+        """Per slot, how its broker fields name each replica, packed: for replica r and broker
+        field f, a count field (is f that broker, or in that set). Summed over a state's slots,
+        it counts how the replicas see r: identity-free, and it breaks ties the replica's own
+        fields leave (a follower the leader's ISR holds, one it does not). (table, bits per
+        replica), or None where it would not fit 63 bits."""
+        T, rf = self.T, self.rf
+        fields = [f for f in T.replica_fields if f.kind.brokers]
+        width = (rf + 1).bit_length()  # a count up to rf
+        per_replica = width * len(fields)
+        if not fields or per_replica * rf > 63:
+            return None
+        table = np.zeros(T.n_slots, dtype=np.int64)
+        for r in range(rf):
+            for i, f in enumerate(fields):
+                v = T.field[f.name]
+                names = (v >> r) & 1 if isinstance(f.kind, Brokers) else (v == r).astype(np.int64)
+                table += names << (r * per_replica + i * width)
+        return table, per_replica
+
+    def _reference_bits(self) -> int:
+        bits = self.references[1] if self.references is not None else 0
+        if self.request_references is not None:
+            bits += int(self.request_references.max()).bit_length()
+        return bits
+
+    def _request_references(self) -> np.ndarray | None:
+        """(rf, sequences): per replica, how each request of a sequence names it (is it the
+        request's leader, is it in its ISR), in the sequence's order, as a dense rank."""
+        T, rf = self.T, self.rf
+        if T.requests_field is None:
+            return None
+        code = np.zeros((rf, T.n_rq), dtype=np.int64)
+        for column in T.RQ_SLOT_T:
+            present = column < T.n_slot
+            leader, isr = T.SLOT_LD.take(column), T.SLOT_ISR.take(column)
+            for r in range(rf):  # absent 0; else 1, 2 if r leads it; plus 3 if r is in its ISR
+                code[r] = code[r] * 5 + np.where(present, 1 + (leader == r) + 3 * ((isr >> r) & 1), 0)
+        _, rank = np.unique(code.ravel(), return_inverse=True)
+        return rank.reshape(rf, T.n_rq).astype(np.int64)
 
     def _shared_tables(self) -> tuple[dict[str, np.ndarray], list[tuple[str, bool]]]:
         """Per shared component that names brokers, its relabelling: a flat (rf! x codes)
@@ -136,12 +189,24 @@ class KernelSymmetry:
         """Per state, the relabelling that sorts its replicas by signature (ties kept in label
         order): its index and each replica's new label; and the tie pattern (0: no ties)."""
         rf, n = self.rf, len(comps["slot0"])
-        sig = []
+        sig, refs = [], None
+        if self.references is not None:
+            table, width = self.references
+            refs = table.take(comps["slot0"])
+            for r in range(1, rf):
+                refs += table.take(comps[f"slot{r}"])
+        rq = self.request_references
         for r in range(rf):
-            s = self.signature[r].take(comps[f"slot{r}"])
+            s = self.signature[r].take(comps[f"slot{r}"]).astype(np.int64)
             for name, is_set in self.shared_sets:
                 s <<= 1
-                s |= ((comps[name] >> r) & 1 if is_set else comps[name] == r + 1).astype(np.int32)
+                s |= ((comps[name] >> r) & 1 if is_set else comps[name] == r + 1).astype(np.int64)
+            if refs is not None:
+                s <<= width
+                s |= (refs >> (r * width)) & ((1 << width) - 1)
+            if rq is not None:
+                s <<= int(rq.max()).bit_length()
+                s |= rq[r].take(comps[self.requests])
             sig.append(s)
         rank = [np.zeros(n, dtype=np.int8) for _ in range(rf)]
         for i in range(rf):
@@ -202,6 +267,42 @@ class KernelSymmetry:
             for t in self.ties[pat]:
                 yield rows, self._image(sub_keys, sub, self.compose[t, k[rows]])
 
+    def _fixed_groups(self, best: np.ndarray, pattern: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The tie patterns less every tied group of three or more whose relabellings all fix
+        its state's sorted image ``best``, and per state the product of those groups' sizes'
+        factorials (1 where none).
+
+        Swapping two neighbours of a group is one image; when every such swap fixes ``best``,
+        so does every permutation of the group (they generate them all), and the group's
+        candidates are ``best`` again, each made |group|! times: a group of g replicas then
+        costs g - 1 images instead of g! - 1 (a pair costs its one image either way)."""
+        groups = {}  # pattern -> (its rows, its groups of three or more)
+        for pat in np.unique(pattern[pattern > 0]).tolist():
+            big = [(bits, size) for bits, size in _groups(pat) if size > 2]
+            if big:
+                groups[pat] = (np.flatnonzero(pattern == pat), big)
+        if not groups:
+            return pattern, 1
+        n = best.shape[1]
+        tested = np.zeros(n, dtype=np.int64)  # bit j: swapping sorted positions j and j + 1 is tested
+        for rows, big in groups.values():
+            tested[rows] = sum(bits for bits, _ in big)
+        fixes = np.zeros(n, dtype=np.int64)  # bit j: that swap fixes best
+        for j, swap in enumerate(self.swap):
+            rows = np.flatnonzero((tested >> j) & 1)
+            if len(rows):
+                sub = best[:, rows]
+                image = self._image(sub, self._components(sub), np.full(len(rows), swap, dtype=np.int64))
+                fixes[rows[(image == sub).all(axis=0)]] |= 1 << j
+        factor = np.ones(n, dtype=np.int64)
+        pattern = pattern.copy()
+        for rows, big in groups.values():
+            for bits, size in big:
+                fixed = rows[(fixes[rows] & bits) == bits]
+                pattern[fixed] &= ~bits
+                factor[fixed] *= factorial(size)
+        return pattern, factor
+
     def canonical(self, keys: np.ndarray) -> np.ndarray:
         return self.canonical_and_orbits(keys)[0]
 
@@ -213,6 +314,9 @@ class KernelSymmetry:
         k, labels, pattern = self._sorting(comps)
         best = self._image(keys, comps, k, labels)
         makers = np.ones(keys.shape[1], dtype=np.int64)
+        factor = 1
+        if pattern.any():
+            pattern, factor = self._fixed_groups(best, pattern)
         for rows, img in self._tied(keys, comps, k, pattern):
             cur = best[:, rows]
             smaller = _less(img, cur)
@@ -220,10 +324,25 @@ class KernelSymmetry:
             cur[:, smaller] = img[:, smaller]
             best[:, rows] = cur
             makers[rows] = np.where(smaller, 1, makers[rows] + same)
-        return best, self.full_group // makers
+        return best, self.full_group // (makers * factor)
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         return self.canonical_and_orbits(keys)[1]
+
+
+def _groups(pattern: int) -> list[tuple[int, int]]:
+    """A tie pattern's groups (runs of set bits: bit j ties sorted positions j and j + 1), each
+    as (its bits, how many positions it ties)."""
+    out, j = [], 0
+    while pattern >> j:
+        if not (pattern >> j) & 1:
+            j += 1
+            continue
+        start = j
+        while (pattern >> j) & 1:
+            j += 1
+        out.append((((1 << j) - 1) ^ ((1 << start) - 1), j - start + 1))
+    return out
 
 
 def _less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
