@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from isrcheck.checker import CheckOptions, CheckResult, Observer, checkpoint, get_engine
-from isrcheck.checker.engine import Limits, stopped_building
+from isrcheck.checker.engine import Limits, release_freed_memory, stopped_building
 from isrcheck.files import FileProblem, write_failure
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.config import FEATURES
@@ -104,6 +104,8 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
 
 
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
+    if run.options.max_memory is not None:  # the limit reads the resident set: not what earlier runs freed
+        release_freed_memory()
     options = replace(run.options, started=time.monotonic())  # the limits count from here: tables, resume, search
     props = select(run.config, list(run.properties) or None, run.engine)
     try:  # the model's tables are built under the limits: here, and the engine's when it asks for them

@@ -246,3 +246,39 @@ def test_a_time_limit_is_kept_on_a_big_space_with_symmetry(tmp_path):
     assert proc.returncode == 3 and "INCOMPLETE (time limit)" in proc.stdout, proc.stderr
     assert "before symmetry reduction" not in proc.stdout
     assert elapsed < 4 + 5, elapsed  # the limit, then start-up and the report
+
+
+FREED_THEN_CHECKED = r"""
+import ctypes, json, sys
+from isrcheck.checker import CheckOptions
+from isrcheck.checker.engine import current_rss
+from isrcheck.cli.runner import CheckRun, run_check
+from isrcheck.model import ModelConfig
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+blocks = []
+for _ in range(16_000):  # 1,000 MiB of 64 KiB blocks: glibc's heap, below its mmap threshold
+    p = libc.malloc(1 << 16)
+    ctypes.memset(p, 1, 1 << 16)
+    blocks.append(p)
+for p in blocks[:-1]:  # freed; the last one pins the heap's top, so none of it shrinks back
+    libc.free(p)
+held = current_rss()
+config = ModelConfig(core=True, protocol="kip-320", rf=2, max_records=1, max_leader_epoch=1)
+run = CheckRun(config, "bfs", (), CheckOptions(explore_all=True, max_memory=800 << 20))
+result = run_check(run).result
+print(json.dumps({"held": held, "complete": result.complete, "states": result.stats.states}))
+"""
+
+
+def test_a_memory_limit_counts_what_is_in_use_not_what_earlier_work_freed():
+    """A process that ran big checks before (check-suite, the Python API, a test worker) keeps
+    freed memory in glibc's heap; a check under --max-memory hands it back first, or the
+    limit would read it as in use and stop at once."""
+    out = subprocess.run([sys.executable, "-c", FREED_THEN_CHECKED], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["held"] > 800 << 20  # resident before the check: more than the limit
+    assert report["complete"] and report["states"] > 0
