@@ -57,6 +57,8 @@ from typing import Any, Callable, Iterable
 import psutil
 from hypothesis import strategies as st
 
+from isrcheck.checker.engine import release_freed_memory
+
 BIN = Path(sys.executable).parent
 RUN_SECONDS = float(os.environ.get("ISRCHECK_FUZZ_RUN_SECONDS", "20"))
 LOG = os.environ.get("ISRCHECK_FUZZ_LOG", "")  # a file to append one line per run to: time, exit, command
@@ -174,6 +176,7 @@ def run(command: str, args: Iterable[str], cwd: Path, *, home: Path | None = Non
     out_path, err_path, tb_path, spark_path = box / "out", box / "err", box / "uncaught", box / "spark"
     sys.stdout.flush()
     sys.stderr.flush()
+    release_freed_memory()  # the child starts with this process's resident set: not what earlier tests freed
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns

@@ -68,21 +68,27 @@ def assert_readme_table_is_its_suites(tmp_path, heading: str, suite: str, met: i
     assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
 
 
-@pytest.mark.slow
-def test_the_readme_trade_off_table_is_what_its_suite_generates(tmp_path):
-    """Every verdict and length in the README's rf 3 table, checked by running the suite
-    (144 expectations on 2.8, 3.9 and 4.1, about 40 s on the vector kernel)."""
-    assert_readme_table_is_its_suites(tmp_path, "The rf 3 trade-off", "tradeoff-rf3.toml", 144, 38)
+# Each README table in a class of its own: the suite runs with pytest-xdist's --dist loadscope,
+# which keeps a module's tests on one process but spreads a module's classes, and these three
+# take some 190 s together.
+class TestTheTradeOffTable:
+    @pytest.mark.slow
+    def test_the_readme_trade_off_table_is_what_its_suite_generates(self, tmp_path):
+        """Every verdict and length in the README's rf 3 table, checked by running the suite
+        (144 expectations on 2.8, 3.9 and 4.1, about 40 s on the vector kernel)."""
+        assert_readme_table_is_its_suites(tmp_path, "The rf 3 trade-off", "tradeoff-rf3.toml", 144, 38)
 
 
-@pytest.mark.slow
-def test_the_readme_delivery_table_is_what_its_suite_generates(tmp_path):
-    """Every cell of the README's delivery semantics table (40 expectations, about 12 s with two jobs)."""
-    assert_readme_table_is_its_suites(tmp_path, "Delivery semantics", "delivery-rf2.toml", 40, 14, "--jobs", "2")
+class TestTheDeliveryTable:
+    @pytest.mark.slow
+    def test_the_readme_delivery_table_is_what_its_suite_generates(self, tmp_path):
+        """Every cell of the README's delivery semantics table (40 expectations, about 12 s with two jobs)."""
+        assert_readme_table_is_its_suites(tmp_path, "Delivery semantics", "delivery-rf2.toml", 40, 14, "--jobs", "2")
 
 
-@pytest.mark.slow
-def test_the_readme_availability_table_is_what_its_suite_generates(tmp_path):
-    """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
-    assert_readme_table_is_its_suites(tmp_path, "Availability: does the partition come back by itself?",
-                                      "availability-rf3.toml", 72, 26, "--jobs", "2")
+class TestTheAvailabilityTable:
+    @pytest.mark.slow
+    def test_the_readme_availability_table_is_what_its_suite_generates(self, tmp_path):
+        """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
+        assert_readme_table_is_its_suites(tmp_path, "Availability: does the partition come back by itself?",
+                                          "availability-rf3.toml", 72, 26, "--jobs", "2")
