@@ -140,6 +140,11 @@ class Model:
     def require_room(self, need: int, which: str, lower: str) -> None:
         """Refuse tables of ``need`` bytes that the memory limit cannot hold (TablesTooLarge)."""
         room = self.room()
+        if room == 0:  # not a size to compare: "about 0 MB, more than it leaves (0 MB)" said nothing
+            raise TablesTooLarge(
+                f"the memory limit leaves no room for {which}tables: this process already holds all of it; "
+                f"raise --max-memory or lower {lower}"
+            )
         if room is not None and need > room:
             raise TablesTooLarge(
                 f"this configuration needs about {gigabytes(need)} of {which}tables, more than the memory "

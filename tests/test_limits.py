@@ -282,3 +282,11 @@ def test_a_memory_limit_counts_what_is_in_use_not_what_earlier_work_freed():
     report = json.loads(out.stdout)
     assert report["held"] > 800 << 20  # resident before the check: more than the limit
     assert report["complete"] and report["states"] > 0
+
+
+def test_a_limit_the_process_already_fills_is_refused_saying_so():
+    """Tables under a memory limit the process's resident set already passes: the refusal says
+    there is no room at all, not that tables of "about 0 MB" need more than "0 MB"."""
+    limits = Limits(CheckOptions(max_memory=1 << 20), time.monotonic())
+    with pytest.raises(TablesTooLarge, match="leaves no room for tables: this process already holds"):
+        ReplicationModel(ModelConfig(core=True, protocol="kip-320", rf=2, max_records=1), limits)
