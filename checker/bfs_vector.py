@@ -133,7 +133,7 @@ class VectorSearch(MemoryFit):
         # an action changes few components): timsort merges them, 2 to 3 times NumPy's SIMD
         # quicksort; canonical forms and hashed fingerprints break the runs, and there the
         # quicksort is 2 to 5 times faster
-        runs = kernel.exact and orbits is None
+        runs = kernel.exact and not self.symmetry
         order = np.argsort(fp, kind="stable" if runs else None)
         index, prio = first_in_groups(fp, order, prio)
         fp = fp[index]

@@ -11,8 +11,8 @@ representative is the smallest image among the relabellings that sort it. The se
 sorting relabellings of ``p(s)`` is that of ``s`` composed with ``p^-1``, so every
 member of an orbit has the same representative: the reduction stays exact. Only states
 whose signatures tie try more than one relabelling, and only those that permute inside
-the tied groups; a group of three or more whose neighbour swaps all fix the state (
-identical followers) tries none.
+the tied groups; a group of three or more whose neighbour swaps all fix the state
+(identical followers) costs those swaps' images only.
 
 Relabelling a batch takes one permutation per state: a replica's slot goes through a
 table per permutation (rf! x slots), a shared broker set or broker through a small one,
@@ -105,7 +105,7 @@ class KernelSymmetry:
         if max(flat) < 1 << 63:
             flat = flat.astype(np.int64)
         _, rank = np.unique(flat, return_inverse=True)
-        return rank.reshape(rf, T.n_slots).astype(np.int32)
+        return rank.reshape(rf, T.n_slots).astype(np.int64)  # int64: signatures are extended in place
 
     def _references(self) -> tuple[np.ndarray, int] | None:
         """Per slot, how its broker fields name each replica, packed: for replica r and broker
@@ -128,14 +128,12 @@ class KernelSymmetry:
         return table, per_replica
 
     def _reference_bits(self) -> int:
-        bits = self.references[1] if self.references is not None else 0
-        if self.request_references is not None:
-            bits += int(self.request_references.max()).bit_length()
-        return bits
+        return sum(part[1] for part in (self.references, self.request_references) if part is not None)
 
-    def _request_references(self) -> np.ndarray | None:
+    def _request_references(self) -> tuple[np.ndarray, int] | None:
         """(rf, sequences): per replica, how each request of a sequence names it (is it the
-        request's leader, is it in its ISR), in the sequence's order, as a dense rank."""
+        request's leader, is it in its ISR), in the sequence's order, as a dense rank; and
+        the rank's bits."""
         T, rf = self.T, self.rf
         if T.requests_field is None:
             return None
@@ -146,7 +144,7 @@ class KernelSymmetry:
             for r in range(rf):  # absent 0; else 1, 2 if r leads it; plus 3 if r is in its ISR
                 code[r] = code[r] * 5 + np.where(present, 1 + (leader == r) + 3 * ((isr >> r) & 1), 0)
         _, rank = np.unique(code.ravel(), return_inverse=True)
-        return rank.reshape(rf, T.n_rq).astype(np.int64)
+        return rank.reshape(rf, T.n_rq).astype(np.int64), int(rank.max()).bit_length()
 
     def _shared_tables(self) -> tuple[dict[str, np.ndarray], list[tuple[str, bool]]]:
         """Per shared component that names brokers, its relabelling: a flat (rf! x codes)
@@ -191,7 +189,7 @@ class KernelSymmetry:
         rf, n = self.rf, len(comps["slot0"])
         sig = []
         for r in range(rf):
-            s = self.signature[r].take(comps[f"slot{r}"]).astype(np.int64)
+            s = self.signature[r].take(comps[f"slot{r}"])
             for name, is_set in self.shared_sets:
                 s <<= 1
                 s |= ((comps[name] >> r) & 1 if is_set else comps[name] == r + 1).astype(np.int64)
@@ -224,9 +222,9 @@ class KernelSymmetry:
         more than the images they save; at rf 5 most do. Whether a state's replicas tie is
         the same for every member of its orbit, so the signature stays identity-free."""
         rf = self.rf
-        tied = sig[0] == sig[1]
+        tied = np.zeros(len(sig[0]), dtype=bool)
         for i in range(rf):
-            for j in range(max(i + 1, 2), rf):
+            for j in range(i + 1, rf):
                 tied |= sig[i] == sig[j]
         rows = np.flatnonzero(tied)
         if not len(rows):
@@ -238,16 +236,16 @@ class KernelSymmetry:
             refs = table.take(slots[0])
             for r in range(1, rf):
                 refs += table.take(slots[r])
-        rq = self.request_references
-        requests = comps[self.requests].take(rows) if rq is not None else None
+        rq_table, rq_bits = self.request_references or (None, 0)
+        requests = comps[self.requests].take(rows) if rq_table is not None else None
         for r in range(rf):
             s = sig[r].take(rows)
             if refs is not None:
                 s <<= width
                 s |= (refs >> (r * width)) & ((1 << width) - 1)
-            if rq is not None:
-                s <<= int(rq.max()).bit_length()
-                s |= rq[r].take(requests)
+            if rq_table is not None:
+                s <<= rq_bits
+                s |= rq_table[r].take(requests)
             sig[r][rows] = s
 
     def _image(self, keys: np.ndarray, comps: dict[str, np.ndarray], k: np.ndarray,
