@@ -47,9 +47,9 @@ from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKerne
 from isrcheck.properties import Property, verdict
 
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
-                     checkpoint_failure, peak_rss)
+                     checkpoint_failure, one_malloc_arena, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import New, argsort_small, first_in_groups, merged
+from .vector_arrays import NO_PRIO, New, argsort_small, first_in_groups, merged
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
 from .vector_store import LevelLog, VisitedSet, mapped_keys
@@ -108,7 +108,7 @@ class VectorSearch(MemoryFit):
         self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         # their rows in the last level's storage order (None out of core: the queue is in that order)
-        self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.int64)
+        self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
         self.pending: list[tuple[str, BatchPredicate, bool]] = []
         self.last_bytes_per_state, self.last_growth = 0.0, 1.0  # of the last level stored: _make_room's guess
@@ -141,18 +141,20 @@ class VectorSearch(MemoryFit):
         if not fresh.all():
             fp, index, pos, prio = fp[fresh], index[fresh], pos[fresh], prio[fresh]
         keys = fp[None, :] if kernel.exact else keys[:, index]
-        decides = np.zeros((len(self.pending), len(fp)), dtype=bool)
-        if self.pending:
+        deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)
+        if self.pending and len(fp):
             comps = kernel.components(keys)
             for i, (_, pred, always) in enumerate(self.pending):
-                np.not_equal(pred(comps), always, out=decides[i])
+                decides = np.broadcast_to(np.not_equal(pred(comps), always), fp.shape)  # a constant too
+                if decides.any():
+                    deciding[i] = prio[decides].min()
         if orbits is not None:
             orbits = orbits.take(index).astype(np.uint32)  # at most rf!
-        return New(fp, pos, prio, keys, decides, orbits)
+        return New(fp, pos, prio, keys, deciding, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
-        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start]
+        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start].astype(np.int64)
         prio = parents * len(self.rank) + self.rank[actions]
         return keys.shape[1], self._new_states(keys, prio)
 
@@ -201,7 +203,7 @@ class VectorSearch(MemoryFit):
         first discovery): in memory, or on disk less those the visited set holds there."""
         if isinstance(parts, LevelRuns):
             return parts.merge(self.visited_set.unseen_on_disk, len(self.rank), self.by_rank)
-        return merged(parts)
+        return merged(parts, self.kernel.exact)
 
     def _store(self, new: New | SpilledLevel, pool: Executor | None = None) -> None:
         """Add a level's new states to the visited set, and store them in the scalar BFS's order;
@@ -229,20 +231,22 @@ class VectorSearch(MemoryFit):
 
     def _in_memory(self, new: New) -> list[int]:
         """Store a level built in memory; per pending property, the row of its first deciding state."""
-        self.last_bytes_per_state = sum(a.nbytes for a in new if a is not None) / max(1, len(new.fp))
+        held = sum(a.nbytes for a in new if a is not None) - (new.keys.nbytes if self.kernel.exact else 0)  # a view
+        self.last_bytes_per_state = held / max(1, len(new.fp))
         by_prio = argsort_small(new.prio)
         prio = new.prio[by_prio]
-        self.frontier = new.keys
-        self.frontier_rows = np.empty(len(by_prio), dtype=np.int64)
-        self.frontier_rows[by_prio] = np.arange(len(by_prio))
+        n = len(by_prio)
+        self.frontier, self.frontier_rows = new.keys, None  # the last level's rows let go first
+        self.frontier_rows = np.empty(n, dtype=np.uint32)  # rows as the level log's parents: 32 bits
+        self.frontier_rows[by_prio] = np.arange(n, dtype=np.uint32)
         if self.keep_levels or not self.keys:
             self.keys.append(new.keys[:, by_prio])
-        parents, ranks = np.divmod(prio, len(self.rank))
-        self.levels.append(parents.astype(np.uint32), self.by_rank[ranks])
+        del by_prio
+        self.levels.append((prio // len(self.rank)).astype(np.uint32), self.by_rank[prio % len(self.rank)])
         if new.orbits is not None:
             self.full_states += int(new.orbits.sum())
         # the first in storage order: the smallest priority
-        return [int(np.searchsorted(prio, new.prio[d].min())) if d.any() else -1 for d in new.decides]
+        return [-1 if best == NO_PRIO else int(np.searchsorted(prio, best)) for best in new.deciding]
 
     # ---- the search ---------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -261,6 +265,8 @@ class VectorSearch(MemoryFit):
             self.generated = n = init.shape[1]
             self._store(self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank)))
             self._save(started)
+        if self.workers > 1:
+            one_malloc_arena()
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
             while not exhausted and (opts.explore_all or self.pending):

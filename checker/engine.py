@@ -145,6 +145,22 @@ def release_freed_memory() -> None:
         pass
 
 
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def one_malloc_arena() -> None:
+    """Have threads started from now on allocate from glibc's main arena instead of one arena
+    each: the vector search's threads free their chunks' arrays before the level is merged on
+    the main thread, and with an arena each that memory stays resident beside the merge's
+    (kip320-rf3-e3 on two threads: 28 to 29 bytes a state against 22 to 24; no change in speed
+    measured).
+    A process-wide setting; a no-op where the C library is not glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
+    except (OSError, AttributeError):
+        pass
+
+
 def current_rss() -> int:
     """Resident set size of this process now, in bytes (Linux /proc; falls back to the peak)."""
     return resident_size("self") or peak_rss()

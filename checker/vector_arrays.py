@@ -9,50 +9,70 @@ from typing import Any, NamedTuple
 import numpy as np
 
 
+NO_PRIO = np.iinfo(np.int64).max  # no priority: no state found
+
+
 class New(NamedTuple):
     """New states, sorted by fingerprint, with what travels with them."""
 
     fp: np.ndarray  # fingerprints (the keys' single word when exact)
     pos: np.ndarray  # where each fingerprint sorts among the visited ones
     prio: np.ndarray  # parent's row * actions + the action's rank: the scalar BFS's order of discovery
-    keys: np.ndarray  # (words, n)
-    decides: np.ndarray  # (pending properties, n): the state decides that property
+    keys: np.ndarray  # (words, n); a view of fp when exact
+    # per pending property, the smallest priority of a state here that decides it (NO_PRIO: none).
+    # Enough to find the first deciding state of a level: a state's verdicts are its own, so the
+    # state whose first discovery comes first holds the least priority any of its copies hold;
+    # and no visited state decides a pending property (it was checked when stored)
+    deciding: np.ndarray
     orbits: np.ndarray | None  # orbit sizes under symmetry
 
 
-def merged(parts: list[New]) -> New:
+def merged(parts: list[New], exact: bool) -> New:
     """The chunks' new states as one, sorted by fingerprint, each state once with its first
-    discovery. ``parts`` is emptied: each field is gathered, and its parts let go, in turn,
-    so that the level is in memory about once, not three times."""
+    discovery. ``parts`` is emptied, and each field's parts are let go once gathered: the
+    merge holds the fields not yet gathered, the sort's order and one field's copies, not
+    every part, its concatenation and the result at once (the level's peak in memory)."""
     if len(parts) == 1:
         return parts.pop()
-    fp = np.concatenate([p.fp for p in parts])
-    # sorted runs; a group's members are the same state, so any sort will do
-    index, prio = first_in_groups(fp, np.argsort(fp), np.concatenate([p.prio for p in parts]))
-    columns = [list(p) for p in parts]
+    deciding = np.minimum.reduce([p.deciding for p in parts])
+    columns = {name: [getattr(p, name) for p in parts] for name in ("fp", "pos", "prio", "keys", "orbits")}
     parts.clear()
-    out = []
-    for i, name in enumerate(New._fields):
-        if name == "fp":
-            out.append(fp[index])
-        elif name == "prio":
-            out.append(prio)
-        elif columns[0][i] is None:
-            out.append(None)
-        else:
-            out.append(np.concatenate([c[i] for c in columns], axis=-1).take(index, axis=-1))
-        for c in columns:
-            c[i] = None
-    return New._make(out)
+    if exact:
+        columns.pop("keys")  # views of the fingerprints
+    fp = _gathered(columns, "fp")
+    order = np.argsort(fp)  # sorted runs; a group's members are one state: any sort will do
+    sorted_fp = fp[order]
+    del fp
+    starts = group_starts(sorted_fp)
+    fp = sorted_fp[starts]
+    del sorted_fp
+    prio = _gathered(columns, "prio", order)
+    prio = np.minimum.reduceat(prio, starts) if len(starts) else prio
+    index = order[starts]
+    del order, starts
+    pos = _gathered(columns, "pos", index)
+    keys = fp[None, :] if exact else _gathered(columns, "keys", index)
+    orbits = None if columns["orbits"][0] is None else _gathered(columns, "orbits", index)
+    return New(fp, pos, prio, keys, deciding, orbits)
+
+
+def _gathered(columns: dict[str, list], name: str, index: np.ndarray | None = None) -> np.ndarray:
+    """A field's parts concatenated along the states (and taken at ``index``), the parts let go."""
+    whole = np.concatenate(columns.pop(name), axis=-1)
+    return whole if index is None else whole.take(index, axis=-1)
+
+
+def group_starts(sorted_values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values begins."""
+    first = np.ones(len(sorted_values), dtype=bool)
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
+    return np.flatnonzero(first)
 
 
 def first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ``values[order]`` sorted: the index (into values) of one member of each group of
     equal values, and the group's smallest priority."""
-    sorted_values = values[order]
-    first = np.ones(len(order), dtype=bool)
-    np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    starts = group_starts(values[order])
     if not len(starts):
         return starts, prio[:0]
     return order[starts], np.minimum.reduceat(prio[order], starts)

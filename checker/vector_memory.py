@@ -122,12 +122,12 @@ class MemoryFit:
                 self.visited_set.add(ordered, self.visited_set.locate(ordered)[0])
         check_found(self.found, found, self.saver.folder)
         order = np.argsort(fp, kind="stable")
-        self.frontier, self.frontier_rows = keys[:, order], order.astype(np.int64)
+        self.frontier, self.frontier_rows = keys[:, order], order.astype(np.uint32)
         # what _make_room's guess reads, as _store would have left it: the last level's growth,
-        # and a level's bytes a state in memory (New: fp, pos, prio, keys, decides, orbits)
+        # and a level's bytes a state in memory (New: fp, pos, prio, keys, orbits)
         sizes = [level.shape[1] for level in self.keys[-2:]]
         self.last_growth = sizes[-1] / max(1, sizes[0]) if len(sizes) > 1 else 1.0
-        self.last_bytes_per_state = 8 * (3 + kernel.words) + len(self.pending) + 4 * self.symmetry
+        self.last_bytes_per_state = 8 * (3 + kernel.words) + 4 * self.symmetry
 
     def _restore_room(self, limits: Limits, k: int) -> None:
         """On resume, before a saved level's ``k`` fingerprints join the visited set: out of core

@@ -25,14 +25,13 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from .vector_arrays import first_in_groups
+from .vector_arrays import NO_PRIO, first_in_groups
 
 DISK_BLOCK = 1 << 16  # fingerprints a visited-set read or write moves at a time (512 KiB)
 # bytes of a level's merge buffers (its runs' read buffers, shared; the states it sorts by
 # priority at a time), at most: a merge's transients are a few times this
 MERGE_BUDGET = 8 << 20
 MIN_BUDGET = 1 << 20
-NO_PRIO = np.iinfo(np.int64).max
 
 
 class DiskRun:
@@ -178,7 +177,6 @@ class LevelRuns:
     def __init__(self, folder: Path, depth: int, words: int, pending: int, orbits: bool,
                  budget: int = MERGE_BUDGET) -> None:
         fields = [("fp", "<u8"), ("prio", "<i8"), ("keys", "<u8", (words,))]
-        fields += [("decides", "?", (pending,))] if pending else []
         fields += [("orbits", "<u4")] if orbits else []
         self.dtype, self.words, self.pending = np.dtype(fields), words, pending
         self.by_prio = np.dtype([("prio", "<i8"), ("keys", "<u8", (words,))])
@@ -186,6 +184,7 @@ class LevelRuns:
         self.runs: list[tuple[Path, int]] = []
         self.budget = budget  # bytes: see MERGE_BUDGET
         self.chunks: list[np.ndarray] = []  # chunks' records not yet written
+        self.deciding = np.full(pending, NO_PRIO, dtype=np.int64)  # per pending property: New.deciding
 
     def add(self, new: Any) -> None:
         """One chunk's new states (``vector_arrays.New``), sorted by fingerprint; written as a
@@ -195,8 +194,7 @@ class LevelRuns:
             return
         records = np.empty(len(new.fp), dtype=self.dtype)
         records["fp"], records["prio"], records["keys"] = new.fp, new.prio, new.keys.T
-        if self.pending:
-            records["decides"] = new.decides.T
+        np.minimum(self.deciding, new.deciding, out=self.deciding)
         if new.orbits is not None:
             records["orbits"] = new.orbits
         self.chunks.append(records)
@@ -222,7 +220,7 @@ class LevelRuns:
         runs merged into storage order, written as the queue's keys, the parents (priority
         over ``actions``) and the actions (``by_rank`` of the remainder)."""
         self._fp_run()
-        first, orbits = [NO_PRIO] * self.pending, 0
+        first, orbits = [int(best) for best in self.deciding], 0  # no state on disk decides a pending property
         fps = self.folder / f"{self.prefix}-fingerprints"
         runs, self.runs, buffered = self.runs, [], []
         with open(fps, "wb") as fp_out:
@@ -230,10 +228,6 @@ class LevelRuns:
                 records = _each_once(records, np.arange(len(records)))
                 records = records[absent(records["fp"])]
                 records["fp"].tofile(fp_out)
-                for i in range(self.pending):
-                    deciding = records["prio"][records["decides"][:, i]]
-                    if len(deciding):
-                        first[i] = min(first[i], int(deciding.min()))
                 if "orbits" in self.dtype.names:
                     orbits += int(records["orbits"].sum(dtype=np.int64))
                 by_prio = np.empty(len(records), dtype=self.by_prio)

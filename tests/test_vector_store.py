@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from isrcheck.checker.vector_arrays import NO_PRIO, New, merged
 from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
 
 
@@ -63,3 +64,38 @@ def test_locate_through_the_sample_agrees_with_searchsorted(monkeypatch):
     visited.add(np.array([1], dtype=np.uint64), np.array([0]))  # the sample follows the set
     assert visited._sample[0] == 1 and visited.locate(np.array([1], dtype=np.uint64))[1].tolist() == [False]
     assert VisitedSet().locate(np.array([5], dtype=np.uint64))[0].tolist() == [0]
+
+
+def _part(rng, fps: np.ndarray, exact: bool, pending: int) -> New:
+    """A chunk's new states as ``_new_states`` leaves them: distinct, sorted fingerprints."""
+    fp = np.unique(fps)
+    prio = rng.integers(0, 1 << 40, len(fp))
+    keys = fp[None, :] if exact else np.stack([fp ^ 5, fp * 3])
+    deciding = np.array([prio[fp % 7 == i].min() if (fp % 7 == i).any() else NO_PRIO for i in range(pending)],
+                        dtype=np.int64)
+    return New(fp, fp.astype(np.int64) * 2, prio, keys, deciding, (fp % 5 + 1).astype(np.uint32))
+
+
+def test_a_levels_merge_keeps_each_state_once_with_its_first_discovery():
+    """``merged`` against the same level built whole: duplicates across chunks, empty chunks,
+    one-word (exact) and two-word keys; each field follows its state, the least priority
+    wins, and a property's first deciding priority is the least of the chunks'."""
+    rng = np.random.default_rng(11)
+    for exact in (True, False):
+        pool = rng.integers(0, 1 << 20, 3000).astype(np.uint64)
+        parts = [_part(rng, rng.choice(pool, size), exact, 3) for size in (500, 0, 2000, 1, 800)]
+        fp = np.concatenate([p.fp for p in parts])
+        prio = np.concatenate([p.prio for p in parts])
+        best = {}
+        for f, p in zip(fp.tolist(), prio.tolist()):
+            best[f] = min(best.get(f, p), p)
+        deciding = np.minimum.reduce([p.deciding for p in parts])
+        got = merged(list(parts), exact)
+        assert got.fp.tolist() == sorted(best) and got.prio.tolist() == [best[f] for f in sorted(best)]
+        assert (got.pos == got.fp.astype(np.int64) * 2).all() and (got.orbits == got.fp % 5 + 1).all()
+        assert (got.keys == (got.fp[None, :] if exact else np.stack([got.fp ^ 5, got.fp * 3]))).all()
+        assert (got.deciding == deciding).all() and (deciding < NO_PRIO).all()
+        for i in range(3):  # the least priority among the deciding states of the merged level
+            assert got.deciding[i] == got.prio[got.fp % 7 == i].min()
+    empty = merged([_part(rng, np.empty(0, dtype=np.uint64), True, 2) for _ in range(2)], True)
+    assert len(empty.fp) == len(empty.prio) == empty.keys.shape[1] == 0 and (empty.deciding == NO_PRIO).all()
