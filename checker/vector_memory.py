@@ -74,14 +74,17 @@ class MemoryFit:
     def _fit_chunk(self, limits: Limits) -> None:
         """The next level's chunks (looked at before each level): at most ``max_chunk`` states;
         under a tight memory limit, small enough that their arrays fit the room left (out of
-        core the room can grow back, and so can they); and a level that would make fewer
-        chunks than threads expanding is split among them, down to ``SPLIT_MIN`` states a
-        chunk (rf 5's levels of 50,000 states ran on one thread)."""
+        core the room can grow back, and so can they); and, under symmetry, a level that would
+        make fewer chunks than threads expanding is split among them, down to ``SPLIT_MIN``
+        states a chunk (rf 5's levels of 50,000 states ran on one thread). Not without
+        symmetry: there a state's expansion is mostly short NumPy calls, and two threads on
+        halves of a small level wait on each other's interpreter lock (kip320-rf3: 0.80 and
+        0.91 s split, 0.67 and 0.74 s not, one thread 0.62 and 0.67)."""
         chunk = self.max_chunk
         room = limits.memory_room()
         if room is not None:
             chunk = min(chunk, max(MIN_CHUNK, room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)))
-        if self.expanding > 1:
+        if self.expanding > 1 and self.symmetry:
             chunk = min(chunk, max(SPLIT_MIN, -(-self.frontier.shape[1] // self.expanding)))
         self.chunk = int(chunk)
 

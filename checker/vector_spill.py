@@ -206,7 +206,8 @@ class LevelRuns:
         if self.chunks:
             records = np.concatenate(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
             self.chunks.clear()
-            self.runs.append(self._written(_each_once(records, np.argsort(records["fp"])), "run"))
+            order = np.argsort(records["fp"], kind="stable")  # the chunks' sorted runs merged (timsort)
+            self.runs.append(self._written(_each_once(records, order), "run"))
 
     def _written(self, records: np.ndarray, kind: str) -> tuple[Path, int]:
         path = self.folder / f"{self.prefix}-{kind}-{len(self.runs):06d}"
