@@ -148,3 +148,19 @@ def test_a_full_disk_out_of_core_stops_the_search_cleanly_with_what_it_stored(mo
     search, got = searched(config, options, out_of_core=True)
     assert not got.complete and got.stop_reason == "out-of-core files not written (No space left on device)"
     assert 0 < got.stats.states == sum(len(p) for p in search.parents) and got.stats.queue > 0
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_a_level_smaller_than_a_chunk_is_split_between_threads_only_under_symmetry(symmetry):
+    """Two threads on halves of a small level pay only where canonical forms make a state's
+    expansion heavy; without symmetry they slowed kip320-rf3 down (bench/README)."""
+    model = ReplicationModel(RF3)
+    search = VectorSearch(model, kernel_for(model), select(RF3), CheckOptions(symmetry=symmetry), workers=2)
+    limits = Limits(CheckOptions(symmetry=symmetry), 0.0)
+    for size, split in ((40_000, 20_000), (vector_memory.SPLIT_MIN, vector_memory.SPLIT_MIN), (5, vector_memory.SPLIT_MIN)):
+        search.frontier = np.zeros((search.kernel.words, size), dtype=np.uint64)
+        search._fit_chunk(limits)
+        assert search.chunk == (split if symmetry else vector_memory.CHUNK)
+    search.frontier = np.zeros((search.kernel.words, 3 * vector_memory.CHUNK), dtype=np.uint64)
+    search._fit_chunk(limits)
+    assert search.chunk == vector_memory.CHUNK  # a big level makes chunks of its own either way
