@@ -57,7 +57,7 @@ def main(argv: list[str]) -> None:
         kernel.predicate(prop)
     if p["symmetry"]:
         kernel.supports_symmetry()
-    baseline, phase, samples, levels = current_rss(), ["tables"], [], {}
+    baseline, phase, samples, levels = current_rss(), ["outside a level"], [], {}
     for name in PHASES:
         tagged(phase, name)
     store = bfs_vector.VectorSearch._store

@@ -49,7 +49,7 @@ from isrcheck.properties import Property, verdict
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
                      checkpoint_failure, one_malloc_arena, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import NO_PRIO, New, argsort_small, first_in_groups, merged
+from .vector_arrays import NO_PRIO, New, argsort_small, first_in_groups, held_bytes, merged
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
 from .vector_store import LevelLog, VisitedSet, mapped_keys
@@ -231,8 +231,7 @@ class VectorSearch(MemoryFit):
 
     def _in_memory(self, new: New) -> list[int]:
         """Store a level built in memory; per pending property, the row of its first deciding state."""
-        held = sum(a.nbytes for a in new if a is not None) - (new.keys.nbytes if self.kernel.exact else 0)  # a view
-        self.last_bytes_per_state = held / max(1, len(new.fp))
+        self.last_bytes_per_state = held_bytes(new) / max(1, len(new.fp))
         by_prio = argsort_small(new.prio)
         prio = new.prio[by_prio]
         n = len(by_prio)

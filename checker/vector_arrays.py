@@ -27,6 +27,13 @@ class New(NamedTuple):
     orbits: np.ndarray | None  # orbit sizes under symmetry
 
 
+def held_bytes(new: New) -> int:
+    """Bytes a chunk's or a level's new states hold: one-word keys are a view of the
+    fingerprints, counted once."""
+    view = np.may_share_memory(new.keys, new.fp)
+    return sum(a.nbytes for a in new if a is not None and not (view and a is new.keys))
+
+
 def merged(parts: list[New], exact: bool) -> New:
     """The chunks' new states as one, sorted by fingerprint, each state once with its first
     discovery. ``parts`` is emptied, and each field's parts are let go once gathered: the

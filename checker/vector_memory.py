@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .engine import Limits, check_found, release_freed_memory
-from .vector_arrays import New, derived_found
+from .vector_arrays import New, derived_found, held_bytes
 from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, LevelRuns, SpilledLevel, file_blocks, spill_folder
 from .vector_store import GROWTH, read_mapped
 
@@ -68,7 +68,7 @@ class MemoryFit:
         one per worker at a time) or, once they are done, storing the level (a copy of its
         new states and the merged visited set), whichever is more."""
         in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
-        level = sum(a.nbytes for p in parts for a in p if a is not None)
+        level = sum(held_bytes(p) for p in parts)
         return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
 
     def _fit_chunk(self, limits: Limits) -> None:
@@ -127,10 +127,10 @@ class MemoryFit:
         order = np.argsort(fp, kind="stable")
         self.frontier, self.frontier_rows = keys[:, order], order.astype(np.uint32)
         # what _make_room's guess reads, as _store would have left it: the last level's growth,
-        # and a level's bytes a state in memory (New: fp, pos, prio, keys, orbits)
+        # and a level's bytes a state in memory (New: fp, pos, prio, keys unless a view of fp, orbits)
         sizes = [level.shape[1] for level in self.keys[-2:]]
         self.last_growth = sizes[-1] / max(1, sizes[0]) if len(sizes) > 1 else 1.0
-        self.last_bytes_per_state = 8 * (3 + kernel.words) + 4 * self.symmetry
+        self.last_bytes_per_state = 8 * (3 + (0 if kernel.exact else kernel.words)) + 4 * self.symmetry
 
     def _restore_room(self, limits: Limits, k: int) -> None:
         """On resume, before a saved level's ``k`` fingerprints join the visited set: out of core

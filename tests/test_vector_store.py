@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isrcheck.checker.vector_arrays import NO_PRIO, New, merged
+from isrcheck.checker.vector_arrays import NO_PRIO, New, held_bytes, merged
 from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
 
 
@@ -95,6 +95,8 @@ def test_a_levels_merge_keeps_each_state_once_with_its_first_discovery():
         assert (got.pos == got.fp.astype(np.int64) * 2).all() and (got.orbits == got.fp % 5 + 1).all()
         assert (got.keys == (got.fp[None, :] if exact else np.stack([got.fp ^ 5, got.fp * 3]))).all()
         assert (got.deciding == deciding).all() and (deciding < NO_PRIO).all()
+        own = [got.fp, got.pos, got.prio, got.deciding, got.orbits] + ([] if exact else [got.keys])
+        assert held_bytes(got) == sum(a.nbytes for a in own)  # a view of the fingerprints counted once
         for i in range(3):  # the least priority among the deciding states of the merged level
             assert got.deciding[i] == got.prio[got.fp % 7 == i].min()
     empty = merged([_part(rng, np.empty(0, dtype=np.uint64), True, 2) for _ in range(2)], True)
