@@ -103,8 +103,9 @@ class VectorSearch(MemoryFit):
         self.keep_levels = keep_levels or saving is not None
         self.levels_in_memory = keep_levels  # the state graph reads every level as arrays
         # per level, each state's parent's row in the level before and its action: in memory for
-        # the state graph, else on disk (read only to rebuild a trace, or to save the level)
-        self.levels = LevelLog(on_disk=not keep_levels)
+        # the state graph, else on disk (read only to rebuild a trace, or to save the level): in
+        # a temporary folder, or in the checkpoint's level files once saved (in memory till then)
+        self.levels = LevelLog(on_disk=not keep_levels and saving is None)
         self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         # their rows in the last level's storage order (None out of core: the queue is in that order)
@@ -328,8 +329,10 @@ class VectorSearch(MemoryFit):
         try:
             for depth, path in self.saver.save(self, time.monotonic() - started, exhausted):
                 self.keys[depth] = mapped_keys(path, self.kernel.words, len(self.levels.parents[depth]))
+                self.levels.saved(depth, path, self.kernel.words, self.kernel.action_dtype)
         except OSError as e:
             self.stop, self.saver = self.stop or checkpoint_failure(e), None
+            self.levels.on_disk = not self.levels_in_memory  # the levels not saved: as without a checkpoint
 
     @property
     def states(self) -> int:

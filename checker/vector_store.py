@@ -10,8 +10,8 @@ and actions are read only to rebuild a trace. So:
   buffer grows by ``ndarray.resize``: glibc serves big blocks with mmap and grows
   them with mremap, without a copy.
 * ``LevelLog``: each level's parents and actions in a file of a temporary folder
-  (written once, read back through a memory map to rebuild a trace), or in memory
-  where a checkpoint or the state graph reads them as arrays.
+  (written once, read back through a memory map to rebuild a trace), in a checkpoint's
+  level file once saved there, or in memory where the state graph reads them as arrays.
 
 Past the memory limit the visited set moves to disk (``spill``): ``vector_spill.py``.
 """
@@ -145,18 +145,21 @@ class VisitedSet:
 class LevelLog:
     """Per level, each state's parent row and action: on disk by default, else in memory.
     On disk each kind is one file the levels are appended to (a file per level cost more
-    than the writing itself on small levels); a level is read back through a memory map of
-    its extent."""
+    than the writing itself on small levels), in a temporary folder made at the first write;
+    a level is read back through a memory map of its extent. A level saved in a checkpoint
+    is read from the checkpoint's file instead (``saved``): a checkpointed search keeps no
+    copy in the temporary folder, which a killed run would leave behind."""
 
     def __init__(self, on_disk: bool) -> None:
-        self.folder = tempfile.TemporaryDirectory(prefix="isrcheck-levels-") if on_disk else None
+        self.on_disk = on_disk  # where levels appended from now on go
+        self.folder: tempfile.TemporaryDirectory | None = None
         self.parents = _Levels()  # arrays in memory, or extents of files read through memory maps
         self.actions = _Levels()
         self.states = 0
 
     def append(self, parents: np.ndarray, actions: np.ndarray) -> None:
         self.states += len(parents)
-        if self.folder is not None:
+        if self.on_disk:
             try:
                 parents, actions = self._written("parents", parents), self._written("actions", actions)
             except OSError:  # a full or read-only temporary folder: this level stays in memory
@@ -164,8 +167,13 @@ class LevelLog:
         self.parents.append(parents)
         self.actions.append(actions)
 
+    def _folder(self) -> Path:
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="isrcheck-levels-")
+        return Path(self.folder.name)
+
     def _written(self, kind: str, values: np.ndarray) -> "_Extent":
-        path = Path(self.folder.name) / kind
+        path = self._folder() / kind
         with open(path, "ab") as f:
             offset = f.tell()
             values.tofile(f)
@@ -174,13 +182,19 @@ class LevelLog:
     def adopt(self, parents: Path, actions: Path, n: int, action_dtype: np.dtype) -> None:
         """A level whose parents (uint32) and actions were written elsewhere (out of core):
         its files move into this log's folder."""
-        assert self.folder is not None, "a log kept in memory never goes out of core"
         depth = len(self.parents)
         for kind, path, dtype in (("parents", parents, np.dtype(np.uint32)), ("actions", actions, action_dtype)):
-            moved = Path(self.folder.name) / f"{kind}-{depth:05d}"
+            moved = self._folder() / f"{kind}-{depth:05d}"
             os.replace(path, moved)
             getattr(self, kind).append(_Extent(moved, 0, n, dtype))
         self.states += n
+
+    def saved(self, depth: int, path: Path, words: int, action_dtype: np.dtype) -> None:
+        """Level ``depth`` is in a checkpoint's level file (``checkpoint_vector``: its keys'
+        words, then the parents, then the actions): read from there from now on."""
+        n = len(self.parents[depth])
+        self.parents[depth] = _Extent(path, 8 * words * n, n, np.dtype(np.uint32))
+        self.actions[depth] = _Extent(path, (8 * words + 4) * n, n, np.dtype(action_dtype))
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (memory maps of its files, which the run does not write again)."""
@@ -220,6 +234,9 @@ class _Levels(Sequence):
     def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
         item = self._items[i]
         return item.read() if isinstance(item, _Extent) else item
+
+    def __setitem__(self, i: int, item: "np.ndarray | _Extent") -> None:
+        self._items[i] = item
 
 
 def mapped_keys(path: Path, words: int, n: int) -> np.memmap:

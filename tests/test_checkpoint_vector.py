@@ -43,9 +43,11 @@ def reference(tmp_path_factory):
 @pytest.mark.parametrize("seed", [11, 12, 13, 14, 15])
 def test_the_main_job_killed_at_a_random_moment_resumes_to_the_uninterrupted_result(tmp_path, reference, seed):
     code, expected, traces = reference
-    ck, out = tmp_path / "ck", tmp_path / "traces"
+    ck, out, scratch = tmp_path / "ck", tmp_path / "traces", tmp_path / "tmp"
+    scratch.mkdir()
     proc = subprocess.Popen([command("check-model"), *MAIN, "--trace-dir", str(out), "--checkpoint", str(ck)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TMPDIR=str(scratch)))
     rng = random.Random(seed)
     at_level, pause = rng.randint(3, 24), rng.uniform(0.0, 0.05)  # of its 31 levels: the kill lands mid-run
     deadline = time.monotonic() + 120
@@ -56,6 +58,7 @@ def test_the_main_job_killed_at_a_random_moment_resumes_to_the_uninterrupted_res
     time.sleep(pause)
     proc.send_signal(signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL  # the run was killed, not finished
+    assert not list(scratch.iterdir()), "the levels are in the checkpoint: nothing is left in the temporary folder"
     resumed_code, report = run_json(*MAIN, "--trace-dir", str(out), "--resume", str(ck))
     assert (resumed_code, summary(report), report["kernel"]) == (code, expected, "vector")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == traces
@@ -69,10 +72,12 @@ def _levels_saved(ck: Path) -> int:
 
 
 def test_a_checkpointed_run_keeps_the_vector_kernel_and_its_result(tmp_path, reference):
-    code, expected, _ = reference
+    code, expected, traces = reference
     ck = tmp_path / "ck"
     got, report = run_json(*MAIN, "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck))
     assert (got, summary(report), report["kernel"]) == (code, expected, "vector")
+    # the witnesses' paths were read from the level files: the same traces
+    assert {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()} == traces
     manifest = json.loads((ck / "manifest.json").read_text())
     assert manifest["format"] == checkpoint_vector.FORMAT
     assert sum(level["states"] for level in manifest["levels"]) == expected["states"]
