@@ -11,6 +11,7 @@ refused before Spark starts.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -83,8 +84,10 @@ class Interruptions:
             ck = tmp / name / "ck"
             args = [*RUN, *SPARK, "--spark-master", "local[2]", "--format", "json",
                     "--trace-dir", str(tmp / name / "traces"), "--checkpoint", str(ck)]
+            scratch = tmp / name / "tmp"  # what a killed driver leaves (its Python zip, its log) stays here
+            scratch.mkdir(parents=True)
             proc = subprocess.Popen([command("check-model"), *args], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+                                    stderr=subprocess.PIPE, text=True, env=dict(os.environ, TMPDIR=str(scratch)))
             self.runs[name] = (ck, proc)
         self.outputs: dict[str, tuple[str, str]] = {}
         self.thread = threading.Thread(target=self._signal_each_at_its_level, daemon=True)
