@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -100,18 +100,12 @@ def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatch
     del fps
     starts = np.cumsum([0] + [k.shape[1] for k in levels])
     edges = partial(_chunk_edges, kernel, search.symmetry, known, order)
+    chunks = [(levels[level][:, start : start + GRAPH_CHUNK], int(starts[level]) + start)
+              for level in range(expanded) for start in range(0, levels[level].shape[1], GRAPH_CHUNK)]
     sources, targets, actions = [], [], []
-    with ThreadPoolExecutor(max(1, search.workers)) as pool:
-        futures = [pool.submit(edges, levels[level][:, start : start + GRAPH_CHUNK], int(starts[level]) + start)
-                   for level in range(expanded) for start in range(0, levels[level].shape[1], GRAPH_CHUNK)]
-        try:
-            for future in futures:  # in the levels' order, whichever thread ran the chunk
-                _watching(watch)
-                for out, part in zip((sources, targets, actions), future.result()):
-                    out.append(part)
-        finally:
-            for future in futures:
-                future.cancel()
+    for chunk in _in_order(edges, chunks, search.workers, watch):
+        for out, part in zip((sources, targets, actions), chunk):
+            out.append(part)
     del edges, order, known
     empty = np.empty(0, dtype=dtype)
     graph = StateGraph.from_sorted(int(starts[-1]), np.concatenate(sources or [empty]),
@@ -119,6 +113,26 @@ def vector_graph(search: Any, expanded: int, watch: Callable[[], str] = _unwatch
                                    np.concatenate(actions or [np.empty(0, dtype=kernel.action_dtype)]))
     graph.level_starts = starts.astype(np.int64)
     return graph
+
+
+def _in_order(work: Callable, args: list[tuple], workers: int, watch: Callable[[], str]) -> Iterator:
+    """``work(*a)`` for each of ``args``, in their order, on ``workers`` threads (on this one
+    for one: a thread of its own would allocate from a malloc arena of its own, and keep it);
+    ``watch`` is looked at before each result is taken."""
+    if workers < 2:
+        for a in args:
+            _watching(watch)
+            yield work(*a)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(work, *a) for a in args]
+        try:
+            for future in futures:
+                _watching(watch)
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 def _chunk_edges(kernel: Any, symmetry: bool, known: np.ndarray, order: np.ndarray, keys: np.ndarray,
