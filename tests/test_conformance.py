@@ -85,6 +85,7 @@ class Forms:
         self.reference = {state: dict(self.model.derived(state)) for state in self.walked}
         self.batch = dict(zip(self.walked, batch_steps(self, self.walked)))
         self._values: dict[int, dict] = {}
+        self._pinned: dict[int, z3.ModelRef] = {}  # every family's test pins the same walked states
 
     def symbolic(self, action: int) -> tuple:
         if action not in self.transitions:
@@ -101,10 +102,12 @@ class Forms:
 
     def pin(self, state: int) -> z3.ModelRef:
         """A Z3 model that gives ``self.s`` the values of the packed state (to evaluate terms on)."""
-        space = self.sym.space
-        m = z3.Model()
-        for name, value in self.values(state).items():
-            m.update_value(self.s.v[name], z3.BoolVal(value) if isinstance(value, bool) else space.c(value))
+        m = self._pinned.get(state)
+        if m is None:
+            space = self.sym.space
+            m = self._pinned[state] = z3.Model()
+            for name, value in self.values(state).items():
+                m.update_value(self.s.v[name], z3.BoolVal(value) if isinstance(value, bool) else space.c(value))
         return m
 
 
