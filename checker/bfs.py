@@ -17,10 +17,11 @@ from typing import Any, Sequence
 
 from isrcheck.properties import Property, verdict
 
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, check_found, checkpoint_failure, peak_rss
+from .engine import (
+    CHECK_EVERY, LOOK_EVERY, CheckOptions, Limits, Observer, Progress, SearchModel, check_found, checkpoint_failure,
+    peak_rss,
+)
 from .result import CheckResult, Path, Stats, property_results
-
-CHECK_EVERY = 1024  # expansions between looks at the clock, the stop flag and memory
 
 
 class SearchState:
@@ -184,6 +185,7 @@ class _Search:
         n_found = len(found)
         stop = ""
         next_report = time.monotonic() + opts.progress_interval
+        next_look = 0.0
         every = opts.checkpoint_every if self.checkpoint is not None else None
         next_checkpoint = time.monotonic() + every if every else None
         max_depth = opts.max_depth
@@ -221,11 +223,12 @@ class _Search:
                 i += 1
                 if decided:
                     break
-                if not (i & (CHECK_EVERY - 1)):
+                if not (i & (CHECK_EVERY - 1)) and time.monotonic() >= next_look:
                     stop = observer.should_stop() or limits.exceeded()
                     if stop:
                         break
                     now = time.monotonic()
+                    next_look = now + LOOK_EVERY
                     if next_checkpoint is not None and now >= next_checkpoint:
                         st.cursor, st.generated, st.elapsed = i, generated, now - started
                         stop = self._save()

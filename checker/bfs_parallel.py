@@ -34,11 +34,11 @@ from typing import Sequence
 from isrcheck.properties import Property, verdict
 
 from .engine import (
-    MEMORY_HEADROOM, CheckOptions, FamilyMemory, Limits, Observer, Progress, SearchModel, peak_rss,
+    CHECK_EVERY, LOOK_EVERY, MEMORY_HEADROOM, CheckOptions, FamilyMemory, Limits, Observer, Progress, SearchModel,
+    peak_rss,
 )
 from .result import CheckResult, Path, Stats, property_results
 
-CHECK_EVERY = 1024
 POLL = 0.05  # seconds between the coordinator's looks at the limits while the workers work
 EXCHANGE_BYTES = 100  # peak bytes an exchanged candidate adds (pickled, unpickled, stored): measured ~70-90
 _M64 = (1 << 64) - 1
@@ -120,6 +120,7 @@ class _Worker:
         generated = 0
         end = len(self.states)
         stopped = False
+        next_look = 0.0
         for i in range(self.frontier_start, end):
             gid = i * workers + me
             nexts = succ(self.states[i])
@@ -133,9 +134,11 @@ class _Worker:
                 b[0].append(t)
                 b[1].append(gid)
                 b[2].append(a)
-            if not ((i - self.frontier_start + 1) & (CHECK_EVERY - 1)) and self.stop.is_set():
-                stopped = True
-                break
+            if not ((i - self.frontier_start + 1) & (CHECK_EVERY - 1)) and time.monotonic() >= next_look:
+                next_look = time.monotonic() + LOOK_EVERY
+                if self.stop.is_set():
+                    stopped = True
+                    break
         return generated, sum(len(b[0]) for b in buckets), stopped
 
     def exchange(self, keep: bool) -> tuple[int, dict[str, int]]:

@@ -33,6 +33,7 @@ from isrcheck.model.layout import Layout, layout_bytes
 from isrcheck.model.machine import TablesStopped, TablesTooLarge
 from isrcheck.model.schema import Schema
 from isrcheck.model.symmetry import Symmetry
+from isrcheck.properties import select
 
 from .clitools import command, run_cli
 
@@ -172,6 +173,25 @@ def test_the_command_reports_a_stop_while_building_as_incomplete(tmp_path):
     assert report["stop_reason"] == "time limit" and report["states"] == 0
     assert {p["note"] for p in report["properties"]} == {"stopped while building the model's tables, before any "
                                                          "state was searched"}
+
+
+def test_a_slow_expansion_does_not_carry_the_scalar_search_past_its_time_limit():
+    """At rf 5 with symmetry an expansion takes some 3 ms: looking at the clock every 1024 of them
+    overshot a 4 s limit by 3.5 s. Here each takes 5 ms; the search must stop within a few."""
+    from isrcheck.checker import BfsEngine
+
+    model = ReplicationModel(ModelConfig(rf=3, min_isr=2, kafka_version="3.9"))
+    fast = model.successors
+
+    def slow(state):
+        time.sleep(0.005)
+        return fast(state)
+
+    model.successors = slow
+    started = time.monotonic()
+    result = BfsEngine(kernel="scalar", workers=1).check(model, select(model.config), CheckOptions(time_limit=0.3))
+    assert result.stop_reason == "time limit" and not result.complete
+    assert time.monotonic() - started < 0.3 + 0.5  # 16 expansions and a look: 0.13 s; 1024: 5 s
 
 
 def test_the_time_limit_counts_from_the_start_of_the_run():
