@@ -191,10 +191,14 @@ class LevelLog:
 
     def saved(self, depth: int, path: Path, words: int, action_dtype: np.dtype) -> None:
         """Level ``depth`` is in a checkpoint's level file (``checkpoint_vector``: its keys'
-        words, then the parents, then the actions): read from there from now on."""
+        words, then the parents, then the actions): read from there from now on. A level out
+        of core had files of its own here (``adopt``): they go."""
         n = len(self.parents[depth])
         self.parents[depth] = _Extent(path, 8 * words * n, n, np.dtype(np.uint32))
         self.actions[depth] = _Extent(path, (8 * words + 4) * n, n, np.dtype(action_dtype))
+        if self.folder is not None:
+            for kind in ("parents", "actions"):
+                (Path(self.folder.name) / f"{kind}-{depth:05d}").unlink(missing_ok=True)
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (memory maps of its files, which the run does not write again)."""

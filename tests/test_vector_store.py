@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from isrcheck.checker.vector_arrays import NO_PRIO, New, held_bytes, merged
@@ -42,6 +44,24 @@ def test_the_level_log_reads_back_what_it_wrote_and_keeps_levels_in_memory_when_
     memory = LevelLog(on_disk=False)
     memory.append(np.array([9], dtype=np.uint32), np.array([1], dtype=np.uint8))
     assert memory.folder is None and memory.parents[0].tolist() == [9]
+
+
+def test_a_level_saved_in_a_checkpoint_is_read_from_there_and_its_own_files_go(tmp_path):
+    log = LevelLog(on_disk=False)  # a checkpointed search's: in memory until saved
+    log.append(np.array([0, 1], dtype=np.uint32), np.array([5, 6], dtype=np.uint8))
+    for kind, values in (("parents", np.array([1, 0, 1], dtype=np.uint32)), ("actions", np.array([7, 8, 9], dtype=np.uint8))):
+        values.tofile(tmp_path / kind)
+    log.adopt(tmp_path / "parents", tmp_path / "actions", 3, np.dtype(np.uint8))  # a level out of core
+    assert sorted(p.name for p in Path(log.folder.name).iterdir()) == ["actions-00001", "parents-00001"]
+    words = 2
+    for depth, parents, actions in ((0, [0, 1], [5, 6]), (1, [1, 0, 1], [7, 8, 9])):  # the level file's layout
+        level = tmp_path / f"level-{depth}.bin"
+        level.write_bytes(np.arange(words * len(parents), dtype=np.uint64).tobytes()
+                          + np.array(parents, dtype=np.uint32).tobytes() + np.array(actions, dtype=np.uint8).tobytes())
+        log.saved(depth, level, words, np.dtype(np.uint8))
+        assert (log.parents[depth].tolist(), log.actions[depth].tolist()) == (parents, actions)
+        assert str(log.parents[depth].filename) == str(level)
+    assert not list(Path(log.folder.name).iterdir()), "the adopted level's files went once it was saved"
 
 
 def test_locate_through_the_sample_agrees_with_searchsorted(monkeypatch):
