@@ -269,7 +269,7 @@ class VectorSearch(MemoryFit):
             one_malloc_arena()
         pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         try:
-            while not exhausted and (opts.explore_all or self.pending):
+            while not exhausted and not self.stop and (opts.explore_all or self.pending):  # the first save may fail
                 if opts.max_depth is not None and self.depth >= opts.max_depth:
                     break
                 try:
@@ -332,7 +332,6 @@ class VectorSearch(MemoryFit):
                 self.levels.saved(depth, path, self.kernel.words, self.kernel.action_dtype)
         except OSError as e:
             self.stop, self.saver = self.stop or checkpoint_failure(e), None
-            self.levels.on_disk = not self.levels_in_memory  # the levels not saved: as without a checkpoint
 
     @property
     def states(self) -> int:

@@ -172,6 +172,10 @@ class LevelLog:
             self.folder = tempfile.TemporaryDirectory(prefix="isrcheck-levels-")
         return Path(self.folder.name)
 
+    def _own_file(self, kind: str, depth: int) -> Path:
+        """Where a level out of core keeps its parents or actions (``adopt``)."""
+        return self._folder() / f"{kind}-{depth:05d}"
+
     def _written(self, kind: str, values: np.ndarray) -> "_Extent":
         path = self._folder() / kind
         with open(path, "ab") as f:
@@ -184,7 +188,7 @@ class LevelLog:
         its files move into this log's folder."""
         depth = len(self.parents)
         for kind, path, dtype in (("parents", parents, np.dtype(np.uint32)), ("actions", actions, action_dtype)):
-            moved = self._folder() / f"{kind}-{depth:05d}"
+            moved = self._own_file(kind, depth)
             os.replace(path, moved)
             getattr(self, kind).append(_Extent(moved, 0, n, dtype))
         self.states += n
@@ -198,7 +202,7 @@ class LevelLog:
         self.actions[depth] = _Extent(path, (8 * words + 4) * n, n, np.dtype(action_dtype))
         if self.folder is not None:
             for kind in ("parents", "actions"):
-                (Path(self.folder.name) / f"{kind}-{depth:05d}").unlink(missing_ok=True)
+                self._own_file(kind, depth).unlink(missing_ok=True)
 
     def replace(self, parents: list[np.ndarray], actions: list[np.ndarray]) -> None:
         """Levels read from a checkpoint (memory maps of its files, which the run does not write again)."""

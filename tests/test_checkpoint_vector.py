@@ -185,8 +185,10 @@ def test_a_vector_checkpoint_resumed_on_the_scalar_kernel_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("kernel", ["vector", "scalar"])
-def test_a_checkpoint_that_cannot_be_written_stops_the_search_cleanly(tmp_path, monkeypatch, kernel):
-    """A full disk in the middle of a run: the search stops with what it found, and says why."""
+@pytest.mark.parametrize("written", [3, 0], ids=["in the middle", "at the first level"])
+def test_a_checkpoint_that_cannot_be_written_stops_the_search_cleanly(tmp_path, monkeypatch, kernel, written):
+    """A full disk in the middle of a run, or from its start: the search stops with what it
+    found, and says why."""
     config = ModelConfig(rf=2, max_records=1)
     model, props = ReplicationModel(config), select(config)
     ident = checkpoint.identity(config.as_dict(), {"engine": "bfs"})
@@ -194,7 +196,7 @@ def test_a_checkpoint_that_cannot_be_written_stops_the_search_cleanly(tmp_path, 
 
     def full_disk(path, data):
         writes.append(path)
-        if len(writes) > 3:
+        if len(writes) > written:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, data)
 
