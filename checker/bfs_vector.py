@@ -144,9 +144,9 @@ class VectorSearch(MemoryFit):
         keys = fp[None, :] if kernel.exact else keys[:, index]
         deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)
         if self.pending and len(fp):
-            comps = kernel.components(keys)
-            for i, (_, pred, always) in enumerate(self.pending):
-                decides = np.broadcast_to(np.not_equal(pred(comps), always), fp.shape)  # a constant too
+            values = kernel.evaluate(keys, [pred for _, pred, _ in self.pending])
+            for i, ((_, _, always), holds) in enumerate(zip(self.pending, values)):
+                decides = holds != always
                 if decides.any():
                     deciding[i] = prio[decides].min()
         if orbits is not None:

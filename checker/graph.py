@@ -164,9 +164,9 @@ def vector_marks(search: Any, holds: Callable[[Any, Any], Any], rows: np.ndarray
     kernel = search.kernel
     pred = kernel.predicate(SimpleNamespace(holds=holds))
     if rows is None:
-        return np.concatenate([np.asarray(pred(kernel.components(k)), dtype=bool) for k in search.keys])
+        return np.concatenate([kernel.evaluate(k, [pred])[0] for k in search.keys])
     out = np.zeros(keys.shape[1], dtype=bool)
-    out[rows] = np.asarray(pred(kernel.components(keys[:, rows])), dtype=bool)
+    out[rows] = kernel.evaluate(keys[:, rows], [pred])[0]
     return out
 
 

@@ -151,10 +151,9 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
     del visited
     found: dict[str, int] = {}
     if keys.shape[1] and job.pending:
-        comps = kernel.components(keys)
-        for name in job.pending:
-            pred, always = kit.predicates[name]
-            hits = np.flatnonzero(pred(comps) != always)
+        values = kernel.evaluate(keys, [kit.predicates[name][0] for name in job.pending])
+        for name, holds in zip(job.pending, values):
+            hits = np.flatnonzero(holds != kit.predicates[name][1])
             if len(hits):  # in the levels' order: the first hit is the first in that order
                 found[name] = VectorKernel.int_of_key(keys[:, hits[0]])
     full = int(kernel.orbit_sizes(keys).sum()) if job.symmetry and keys.shape[1] else 0

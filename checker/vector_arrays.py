@@ -109,9 +109,9 @@ def derived_found(kernel: Any, keys: list[np.ndarray], pending: list[tuple[str, 
         todo = [p for p in pending if p[0] not in found]
         if not todo:
             break
-        comps = kernel.components(level)
-        for name, pred, always in todo:
-            rows = np.flatnonzero(np.asarray(pred(comps)) != always)
+        values = kernel.evaluate(level, [pred for _, pred, _ in todo])
+        for (name, _, always), holds in zip(todo, values):
+            rows = np.flatnonzero(holds != always)
             if len(rows):
                 found[name] = (depth, int(rows[0]))
     return found

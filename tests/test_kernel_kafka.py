@@ -60,6 +60,23 @@ def test_batch_predicates_agree_with_the_scalar_ones_on_every_state(rf2):
         assert kernel.predicate(prop)(comps).tolist() == [prop.compile(model)(s) for s in states], prop.name
 
 
+def test_properties_and_canonical_forms_by_blocks_are_those_of_one_batch(rf2, monkeypatch):
+    """Batches of properties and of canonical forms are cut into blocks of rows (memory): the
+    blocks, here of 7 rows, change no value and no row's place."""
+    from isrcheck.model import kernel as kernel_module, kernel_symmetry
+
+    model, kernel, _, states = rf2
+    keys = kernel.keys_of_scalars(states)
+    preds = [kernel.predicate(prop) for prop in select(model.config)]
+    whole = [p(kernel.components(keys)).tolist() for p in preds]
+    canon, orbits = kernel.canonical_and_orbits(keys)
+    monkeypatch.setattr(kernel_module, "PROPERTY_BLOCK", 7)
+    monkeypatch.setattr(kernel_symmetry, "BLOCK", 7)
+    assert [v.tolist() for v in kernel.evaluate(keys, preds)] == whole
+    blocked, blocked_orbits = kernel.canonical_and_orbits(keys)
+    assert (blocked == canon).all() and (blocked_orbits == orbits).all() and len(states) > 7
+
+
 def test_the_vector_search_reaches_the_scalar_levels(rf2):
     model, _, levels, _ = rf2
     _, vector = vector_levels(model)
