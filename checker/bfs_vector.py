@@ -141,6 +141,8 @@ class VectorSearch(MemoryFit):
         pos, fresh = self.visited_set.locate(fp)
         if not fresh.all():
             fp, index, pos, prio = fp[fresh], index[fresh], pos[fresh], prio[fresh]
+        if self.visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
+            pos = pos.astype(np.uint32)
         keys = fp[None, :] if kernel.exact else keys[:, index]
         deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)
         if self.pending and len(fp):
@@ -150,7 +152,7 @@ class VectorSearch(MemoryFit):
                 if decides.any():
                     deciding[i] = prio[decides].min()
         if orbits is not None:
-            orbits = orbits.take(index).astype(np.uint32)  # at most rf!
+            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))  # at most rf!
         return New(fp, pos, prio, keys, deciding, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:

@@ -22,7 +22,8 @@ CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
 SPLIT_MIN = 1 << 14  # a level split among threads: below this a chunk's kernel calls are mostly overhead
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
-# forms, the de-duplication), measured at 650 to 750 bytes on the Kafka model at rf 3
+# forms, the de-duplication, the properties), measured by tracemalloc at 340 (the core machine)
+# to 560 bytes on the Kafka model at rf 3, 620 at rf 4 and 600 at rf 5
 CHUNK_BYTES_PER_STATE = 768
 RESTORE_BLOCK = 1 << 15  # a resume checks the saved states' properties this many at a time
 
