@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isrcheck.checker.vector_arrays import NO_PRIO, New, held_bytes, merged
+from isrcheck.checker.vector_arrays import NO_PRIO, New, held_bytes, merged, radix_argsort
 from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
 
 
@@ -121,3 +121,18 @@ def test_a_levels_merge_keeps_each_state_once_with_its_first_discovery():
             assert got.deciding[i] == got.prio[got.fp % 7 == i].min()
     empty = merged([_part(rng, np.empty(0, dtype=np.uint64), True, 2) for _ in range(2)], True)
     assert len(empty.fp) == len(empty.prio) == empty.keys.shape[1] == 0 and (empty.deciding == NO_PRIO).all()
+
+
+def test_the_radix_argsort_is_numpys_stable_argsort():
+    """Fingerprints over the whole 64 bits, priorities of a few digits, many ties, none at all."""
+    rng = np.random.default_rng(7)
+    cases = [
+        rng.integers(0, 2**64 - 1, 50_000, dtype=np.uint64),
+        rng.integers(0, 2**64 - 1, 500, dtype=np.uint64).repeat(9),  # ties keep their order
+        rng.integers(0, 3 << 33, 40_000, dtype=np.int64),
+        rng.integers(0, 2**16, 1_000, dtype=np.int64),
+        np.zeros(10, dtype=np.uint64),
+        np.empty(0, dtype=np.uint64),
+    ]
+    for values in cases:
+        assert (radix_argsort(values) == np.argsort(values, kind="stable")).all()
