@@ -123,9 +123,13 @@ class VectorSearch(MemoryFit):
         self.resumed, self.saver = saving.vector(kernel.words, kernel.action_dtype) if saving else (None, None)
 
     # ---- one chunk, in a worker thread ----------------------------------------------------
-    def _new_states(self, keys: np.ndarray, prio: np.ndarray) -> New:
-        """The distinct, not yet visited states among these, each with its first discovery
-        (the smallest priority) and its property verdicts."""
+    def _new_states(self, successors: list[np.ndarray]) -> New:
+        """The distinct, not yet visited states among ``[keys, priorities]``, each with its first
+        discovery (the smallest priority) and its property verdicts. The list is handed over
+        (emptied): each array goes once this no longer needs it, not when the caller returns
+        (two threads' chunks held some 17 MB each of successors no longer read, measured)."""
+        keys, prio = successors
+        successors.clear()
         kernel, orbits = self.kernel, None
         if self.symmetry:
             keys, orbits = kernel.canonical_and_orbits(keys)
@@ -137,13 +141,19 @@ class VectorSearch(MemoryFit):
         # (rf 3 to 5, two-word keys), measured per chunk
         order = np.argsort(fp, kind="stable") if kernel.exact else radix_argsort(fp)
         index, prio = first_in_groups(fp, order, prio)
+        del order
         fp = fp[index]
+        keys = fp[None, :] if kernel.exact else keys[:, index]
+        if orbits is not None:
+            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))  # at most rf!
+        del index
         pos, fresh = self.visited_set.locate(fp)
         if not fresh.all():
-            fp, index, pos, prio = fp[fresh], index[fresh], pos[fresh], prio[fresh]
+            fp, pos, prio = fp[fresh], pos[fresh], prio[fresh]
+            keys = fp[None, :] if kernel.exact else keys[:, fresh]
+            orbits = None if orbits is None else orbits[fresh]
         if self.visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
             pos = pos.astype(np.uint32)
-        keys = fp[None, :] if kernel.exact else keys[:, index]
         deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)
         if self.pending and len(fp):
             values = kernel.evaluate(keys, [pred for _, pred, _ in self.pending])
@@ -151,15 +161,14 @@ class VectorSearch(MemoryFit):
                 decides = holds != always
                 if decides.any():
                     deciding[i] = prio[decides].min()
-        if orbits is not None:
-            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))  # at most rf!
         return New(fp, pos, prio, keys, deciding, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
         parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start].astype(np.int64)
-        prio = parents * len(self.rank) + self.rank[actions]
-        return keys.shape[1], self._new_states(keys, prio)
+        successors = [keys, parents * len(self.rank) + self.rank[actions]]
+        del keys, rows, actions, parents
+        return successors[0].shape[1], self._new_states(successors)
 
     # ---- one level --------------------------------------------------------------------------
     def _next_level(self, pool: Executor | None, limits: Limits) -> list[New] | LevelRuns | None:
@@ -265,7 +274,7 @@ class VectorSearch(MemoryFit):
         else:
             init = kernel.initial_keys()
             self.generated = n = init.shape[1]
-            self._store(self._new_states(init, np.arange(n, dtype=np.int64) * len(self.rank)))
+            self._store(self._new_states([init, np.arange(n, dtype=np.int64) * len(self.rank)]))
             self._save(started)
         if self.workers > 1:
             one_malloc_arena()
