@@ -22,8 +22,10 @@ CHUNK = 1 << 17  # states expanded per kernel call: bounds the transient arrays
 MIN_CHUNK = 1 << 10
 SPLIT_MIN = 1 << 14  # a level split among threads: below this a chunk's kernel calls are mostly overhead
 # peak bytes of a chunk's transient arrays per frontier state (successors, their canonical
-# forms, the de-duplication, the properties), measured by tracemalloc at 340 (the core machine)
-# to 560 bytes on the Kafka model at rf 3, 620 at rf 4 and 600 at rf 5
+# forms, the de-duplication, the properties), measured by tracemalloc at 160 (the core machine)
+# to 310 (rf 4 and 5, the idempotent producer), 650 to 750 before the blocks and hand-overs of
+# 2026-11-29; kept at 768: the resident set also holds what glibc keeps, and 448 made no run
+# under a limit measurably faster (main-job-r3 under 1G and 400M, kip320-rf3-e3 under 200M)
 CHUNK_BYTES_PER_STATE = 768
 RESTORE_BLOCK = 1 << 15  # a resume checks the saved states' properties this many at a time
 
