@@ -31,10 +31,11 @@ U64 = np.uint64
 _M64 = (1 << 64) - 1
 BatchPredicate = Callable[[Batch], np.ndarray]
 # rows a batch of properties decodes and evaluates at once: its values cost some 300 to 500 bytes a
-# row (every node of every property, kept for the next property), 170 MiB for a chunk's 355,000 new
-# states of the three-record main job; by blocks of 65,536 they take 35 MiB, and 40% less time
-# (the blocks' arrays stay in the caches and reuse freed pages), measured
-PROPERTY_BLOCK = 1 << 16
+# row (every node of every property, kept for the next property), 170 MiB and 124 ms for a chunk's
+# 355,000 new states of the three-record main job at once; 35 MiB and 72 ms by blocks of 65,536, 19
+# MiB and 83 ms by blocks of 32,768 (the blocks' arrays stay in the caches), measured; in whole
+# searches 32,768 was as fast as 65,536 or faster, and 10 MiB lower at kip320-rf3-e3's peak
+PROPERTY_BLOCK = 1 << 15
 
 
 def keys_of_ints(ints, words: int) -> np.ndarray:
