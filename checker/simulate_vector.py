@@ -117,9 +117,8 @@ class VectorWalks:
     def _check(self, at: np.ndarray, keys: np.ndarray) -> None:
         """The properties on the states reached for the first time (their log rows ``at``)."""
         sim, c = self.sim, self.sim.coverage
-        batch = self.kernel.components(keys)
-        for p, pred, always in self.checks:
-            holds = pred(batch)
+        values = self.kernel.evaluate(keys, [pred for _, pred, _ in self.checks])
+        for (p, _, always), holds in zip(self.checks, values):
             if not always:
                 c.guards[p.name] += int(holds.sum())
             if p.name in sim.paths:

@@ -27,7 +27,6 @@ SPLIT_MIN = 1 << 14  # a level split among threads: below this a chunk's kernel 
 # 2026-11-29; kept at 768: the resident set also holds what glibc keeps, and 448 made no run
 # under a limit measurably faster (main-job-r3 under 1G and 400M, kip320-rf3-e3 under 200M)
 CHUNK_BYTES_PER_STATE = 768
-RESTORE_BLOCK = 1 << 15  # a resume checks the saved states' properties this many at a time
 
 
 class MemoryFit:
@@ -115,10 +114,8 @@ class MemoryFit:
         found: dict[str, tuple[int, int]] = {}
         for depth, level in enumerate(self.keys):
             keys = read_mapped(level)
-            for lo in range(0, keys.shape[1], RESTORE_BLOCK):  # a level's decoded components at once: a spike
-                todo = [p for p in self.pending if p[0] not in found]
-                part = derived_found(kernel, [keys[:, lo : lo + RESTORE_BLOCK]], todo) if todo else {}
-                found.update({name: (depth, lo + row) for name, (_, row) in part.items()})
+            todo = [p for p in self.pending if p[0] not in found]  # evaluated by blocks of rows (the kernel's)
+            found.update({name: (depth, row) for name, (_, row) in derived_found(kernel, [keys], todo).items()})
             fp = kernel.fingerprints(keys)
             self._restore_room(limits, len(fp))
             ordered = np.sort(fp)
