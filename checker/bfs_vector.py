@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Sequence
 
@@ -49,7 +50,7 @@ from isrcheck.properties import Property, verdict
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
                      checkpoint_failure, one_malloc_arena, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import NO_PRIO, New, radix_argsort, first_in_groups, held_bytes, merged
+from .vector_arrays import NO_PRIO, LevelParts, New, first_in_groups, held_bytes, radix_argsort
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
 from .vector_store import LevelLog, VisitedSet, mapped_keys
@@ -165,29 +166,33 @@ class VectorSearch(MemoryFit):
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
-        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start].astype(np.int64)
-        successors = [keys, parents * len(self.rank) + self.rank[actions]]
+        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start]
+        # priorities in 32 bits while the level's fit: a chunk's parts are held till the level's merge
+        n = len(self.rank)
+        width = np.uint32 if self.frontier.shape[1] * n <= 1 << 32 else np.int64
+        successors = [keys, parents.astype(width) * width(n) + self.rank[actions].astype(width)]
         del keys, rows, actions, parents
         return successors[0].shape[1], self._new_states(successors)
 
     # ---- one level --------------------------------------------------------------------------
-    def _next_level(self, pool: Executor | None, limits: Limits) -> list[New] | LevelRuns | None:
+    def _next_level(self, pool: Executor | None, limits: Limits) -> LevelParts | LevelRuns | None:
         """The next level's new states by chunk: in memory, or as sorted runs on disk when the
         search is out of core; None when a limit or a stop request ended the level."""
         self._fit_chunk(limits)
         runs = None if self.spill_dir is None else self._level_runs(limits)
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None and self.expanding > 1:
-            futures = [pool.submit(self._expand_chunk, s) for s in starts]
-            results = (f.result() for f in futures)
+            futures = deque(pool.submit(self._expand_chunk, s) for s in starts)
+            # each future let go once read: a part merged into another goes then, not with the level
+            results = (futures.popleft().result() for _ in starts)
         else:
-            futures = []
+            futures = deque()
             results = (self._expand_chunk(s) for s in starts)
-        parts: list[New] = []
+        parts = LevelParts(self.kernel.exact)
         for done, (generated, part) in enumerate(results, start=1):
             self.generated += generated
             if runs is None:
-                parts.append(part)
+                parts.add(part)
             else:
                 runs.add(part)
             self.stop = self.observer.should_stop() or limits.exceeded(self._reserve(parts, len(starts) - done))
@@ -210,12 +215,12 @@ class VectorSearch(MemoryFit):
         self.observer.progress(Progress(self.states, size - (done or 0), self.depth, self.generated,
                                         now - self.started, done, None if done is None else size))
 
-    def _unseen(self, parts: list[New] | LevelRuns) -> New | SpilledLevel:
+    def _unseen(self, parts: LevelParts | LevelRuns) -> New | SpilledLevel:
         """The chunks' new states merged into one level (a state several chunks found keeps its
         first discovery): in memory, or on disk less those the visited set holds there."""
         if isinstance(parts, LevelRuns):
             return parts.merge(self.visited_set.unseen_on_disk, len(self.rank), self.by_rank)
-        return merged(parts, self.kernel.exact)
+        return parts.merged()
 
     def _store(self, new: New | SpilledLevel, pool: Executor | None = None) -> None:
         """Add a level's new states to the visited set, and store them in the scalar BFS's order;
@@ -229,7 +234,6 @@ class VectorSearch(MemoryFit):
         merging = pool.submit(merge, *args) if pool else None
         if merging is None:
             merge(*args)
-        self.last_growth = _size(new) / max(1, self.frontier.shape[1])
         if isinstance(self.frontier, FrontierFile):
             self.frontier.remove()
         first_rows = self._spilled(new) if isinstance(new, SpilledLevel) else self._in_memory(new)
@@ -316,9 +320,13 @@ class VectorSearch(MemoryFit):
         parts = self._next_level(pool, limits)
         if parts is None:
             return None
+        expanded = self.frontier.shape[1]
+        if not isinstance(self.frontier, FrontierFile):  # nothing reads it again: it goes before the merge
+            self.frontier, self.frontier_rows = self.frontier[:, :0].copy(), None
         new = self._unseen(parts)
         if not _size(new):
             return False
+        self.last_growth = _size(new) / max(1, expanded)
         self._store(new, pool)
         return True
 

@@ -65,6 +65,42 @@ def merged(parts: list[New], exact: bool) -> New:
     return New(fp, pos, prio, keys, deciding, orbits)
 
 
+class LevelParts:
+    """A level's new states as its chunks come in, merged as a binary counter adds: two parts
+    of as many chunks each become one, a state both found kept once with its first discovery.
+    A level is then held about once, not once for every chunk that found a state (1.8 entries
+    a state on main-job-r3's widest levels, measured), and its last merge gathers that much.
+    The pairs' merges cost more than one merge of every part: 1.7 to 1.8 s against 1.2 to 1.3
+    in main-job-r3's 23 s (one thread, measured)."""
+
+    def __init__(self, exact: bool) -> None:
+        self.exact = exact
+        self.parts: list[New] = []
+        self.chunks: list[int] = []  # chunks merged into each part
+
+    def add(self, part: New) -> None:
+        self.parts.append(part)
+        self.chunks.append(1)
+        while len(self.chunks) > 1 and self.chunks[-1] == self.chunks[-2]:
+            pair = self.parts[-2:]
+            del self.parts[-2:]
+            self.parts.append(merged(pair, self.exact))
+            self.chunks[-2:] = [2 * self.chunks[-1]]
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(held_bytes(p) for p in self.parts)
+
+    @property
+    def entries(self) -> int:
+        return sum(len(p.fp) for p in self.parts)
+
+    def merged(self) -> New:
+        """The level, each state once; the parts are let go."""
+        self.chunks.clear()
+        return merged(self.parts, self.exact)
+
+
 def _gathered(columns: dict[str, list], name: str, index: np.ndarray | None = None) -> np.ndarray:
     """A field's parts concatenated along the states (and taken at ``index``), the parts let go."""
     whole = np.concatenate(columns.pop(name), axis=-1)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .engine import Limits, check_found, release_freed_memory
-from .vector_arrays import New, derived_found, held_bytes
+from .vector_arrays import LevelParts, derived_found
 from .vector_spill import DISK_BLOCK, MERGE_BUDGET, MIN_BUDGET, LevelRuns, SpilledLevel, file_blocks, spill_folder
 from .vector_store import GROWTH, read_mapped
 
@@ -65,13 +65,12 @@ class MemoryFit:
         15.5 s on kip320-rf3-e3 under 200M); the pool then merges the visited set's file."""
         return 1 if self.spill_dir is not None else self.workers
 
-    def _reserve(self, parts: list[New], left: int) -> int:
+    def _reserve(self, parts: LevelParts, left: int) -> int:
         """Memory the search may take before it next looks: the chunks still to run (at most
         one per worker at a time) or, once they are done, storing the level (a copy of its
         new states and the merged visited set), whichever is more."""
         in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
-        level = sum(held_bytes(p) for p in parts)
-        return max(in_flight, level + self.visited_set.growth(sum(len(p.fp) for p in parts)))
+        return max(in_flight, parts.held_bytes + self.visited_set.growth(parts.entries))
 
     def _fit_chunk(self, limits: Limits) -> None:
         """The next level's chunks (looked at before each level): at most ``max_chunk`` states;

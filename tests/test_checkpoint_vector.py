@@ -216,7 +216,7 @@ def test_a_checkpointed_run_goes_out_of_core_and_resumes_there_to_the_same_resul
     code, expected, traces = reference
     ck, out, scratch = tmp_path / "ck", tmp_path / "traces", tmp_path / "tmp"
     scratch.mkdir()
-    limited = [*MAIN, "--max-memory", "120M", "--trace-dir", str(out)]
+    limited = [*MAIN, "--max-memory", "90M", "--trace-dir", str(out)]  # in memory it needs 102 MiB or more
     env = dict(os.environ, TMPDIR=str(scratch))
     proc = subprocess.Popen([command("check-model"), *limited, "--checkpoint", str(ck)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
@@ -234,7 +234,7 @@ def test_a_checkpointed_run_goes_out_of_core_and_resumes_there_to_the_same_resul
     proc = run_cli("check-model", *limited, "--format", "json", "--resume", str(ck), env={"TMPDIR": str(scratch)})
     report = json.loads(proc.stdout)
     assert (proc.returncode, summary(report)) == (code, expected)
-    assert report["peak_memory_bytes"] < 120 * 2**20  # in memory or out of core again: the room decides
+    assert report["peak_memory_bytes"] < 90 * 2**20  # in memory or out of core again: the room decides
     assert {p.name: p.read_bytes() for p in out.iterdir()} == traces
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isrcheck.checker.vector_arrays import NO_PRIO, New, held_bytes, merged, radix_argsort
+from isrcheck.checker.vector_arrays import NO_PRIO, LevelParts, New, held_bytes, merged, radix_argsort
 from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
 
 
@@ -121,6 +121,27 @@ def test_a_levels_merge_keeps_each_state_once_with_its_first_discovery():
             assert got.deciding[i] == got.prio[got.fp % 7 == i].min()
     empty = merged([_part(rng, np.empty(0, dtype=np.uint64), True, 2) for _ in range(2)], True)
     assert len(empty.fp) == len(empty.prio) == empty.keys.shape[1] == 0 and (empty.deciding == NO_PRIO).all()
+
+
+def test_a_level_merged_as_its_chunks_come_is_the_level_merged_at_once():
+    """``LevelParts`` merges pairs of parts as they come (a binary counter); the level it gives
+    is field for field the one ``merged`` makes of every part at once, for any number of
+    chunks, and it holds fewer entries than the chunks found where they overlap."""
+    rng = np.random.default_rng(5)
+    for exact in (True, False):
+        for chunks in (1, 2, 3, 7, 12):
+            pool = rng.integers(0, 1 << 20, 2000).astype(np.uint64)
+            parts = [_part(rng, rng.choice(pool, int(rng.integers(0, 600))), exact, 3) for _ in range(chunks)]
+            whole = merged(list(parts), exact)
+            level = LevelParts(exact)
+            for part in parts:
+                level.add(part)
+                assert len(level.parts) == bin(sum(level.chunks)).count("1")  # a part per binary digit
+            assert level.entries <= sum(len(p.fp) for p in parts) and level.held_bytes > 0
+            got = level.merged()
+            for name, want in whole._asdict().items():
+                assert np.array_equal(getattr(got, name), want), (exact, chunks, name)
+            assert not level.parts
 
 
 def test_the_radix_argsort_is_numpys_stable_argsort():
