@@ -10,8 +10,10 @@ operations:
   word: exact), adjacent equals are dropped, and those already visited are
   removed with ``searchsorted`` against the visited set, one sorted uint64 array;
   the chunk's workers also evaluate the pending properties on the survivors;
-* the chunks' survivors (sorted runs) are merged into the new level, and the level
-  into the visited set in place, at the positions the search found (``vector_store.py``);
+* the chunks' survivors (sorted runs) are merged into the new level as they come, two
+  parts of as many chunks at a time (``LevelParts``), and the level into the visited set
+  in place, at the positions the search found (``vector_store.py``); a chunk's columns
+  of the frontier go once it is expanded (``ChunkedFrontier``);
 * each state keeps its first discovery in the scalar BFS's order (parent row, then
   the rank of the action among the scalar successor function's output), and a level
   is stored in that order: without symmetry both kernels store the same states in the
@@ -53,7 +55,7 @@ from .result import CheckResult, Path, Stats, property_results
 from .vector_arrays import NO_PRIO, LevelParts, New, first_in_groups, held_bytes, radix_argsort
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
-from .vector_store import LevelLog, VisitedSet, mapped_keys
+from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, mapped_keys
 from .vector_traces import path_to
 
 
@@ -165,8 +167,14 @@ class VectorSearch(MemoryFit):
         return New(fp, pos, prio, keys, deciding, orbits)
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
-        keys, rows, actions = self.kernel.expand(self.frontier[:, start : start + self.chunk])
-        parents = rows + start if self.frontier_rows is None else self.frontier_rows[rows + start]
+        if isinstance(self.frontier, ChunkedFrontier):
+            frontier, storage_rows = self.frontier.take(start)
+        else:  # out of core: the queue's file, in storage order
+            frontier, storage_rows = self.frontier[:, start : start + self.chunk], None
+        keys, rows, actions = self.kernel.expand(frontier)
+        del frontier
+        parents = rows + start if storage_rows is None else storage_rows[rows]
+        del storage_rows
         # priorities in 32 bits while the level's fit: a chunk's parts are held till the level's merge
         n = len(self.rank)
         width = np.uint32 if self.frontier.shape[1] * n <= 1 << 32 else np.int64
@@ -180,6 +188,9 @@ class VectorSearch(MemoryFit):
         search is out of core; None when a limit or a stop request ended the level."""
         self._fit_chunk(limits)
         runs = None if self.spill_dir is None else self._level_runs(limits)
+        if isinstance(self.frontier, np.ndarray):  # in memory: each chunk's columns go once expanded
+            self.frontier = ChunkedFrontier(self.frontier, self.frontier_rows, self.chunk)
+            self.frontier_rows = None
         starts = range(0, self.frontier.shape[1], self.chunk)
         if pool is not None and self.expanding > 1:
             futures = deque(pool.submit(self._expand_chunk, s) for s in starts)
@@ -321,8 +332,6 @@ class VectorSearch(MemoryFit):
         if parts is None:
             return None
         expanded = self.frontier.shape[1]
-        if not isinstance(self.frontier, FrontierFile):  # nothing reads it again: it goes before the merge
-            self.frontier, self.frontier_rows = self.frontier[:, :0].copy(), None
         new = self._unseen(parts)
         if not _size(new):
             return False

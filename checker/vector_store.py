@@ -142,6 +142,25 @@ class VisitedSet:
         self._sampled()
 
 
+class ChunkedFrontier:
+    """A level in memory as the next level is expanded from it: its keys (in fingerprint order)
+    and each state's row in storage order, cut into the chunks' columns, each let go once its
+    chunk has taken it. The expanded part of a wide level then no longer waits for the level's
+    end, where the level's new states peak (main-job-r3's widest: 29 MiB, measured)."""
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray, chunk: int) -> None:
+        self.shape = keys.shape
+        n = keys.shape[1]
+        if n <= chunk:  # one chunk: the arrays themselves
+            self._chunks = {0: (keys, rows)}
+        else:  # copies, so that each goes alone
+            self._chunks = {lo: (keys[:, lo : lo + chunk].copy(), rows[lo : lo + chunk].copy()) for lo in range(0, n, chunk)}
+
+    def take(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """The columns of the chunk at ``start`` (once: a frontier is expanded once)."""
+        return self._chunks.pop(start)
+
+
 class LevelLog:
     """Per level, each state's parent row and action: on disk by default, else in memory.
     On disk each kind is one file the levels are appended to (a file per level cost more

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from isrcheck.checker.vector_arrays import NO_PRIO, LevelParts, New, held_bytes, merged, radix_argsort
-from isrcheck.checker.vector_store import MERGE_BLOCK, LevelLog, VisitedSet
+from isrcheck.checker.vector_store import MERGE_BLOCK, ChunkedFrontier, LevelLog, VisitedSet
 
 
 def test_in_place_merges_give_the_sorted_union_across_blocks_and_growth():
@@ -142,6 +143,23 @@ def test_a_level_merged_as_its_chunks_come_is_the_level_merged_at_once():
             for name, want in whole._asdict().items():
                 assert np.array_equal(getattr(got, name), want), (exact, chunks, name)
             assert not level.parts
+
+
+def test_a_chunked_frontier_gives_each_chunk_its_columns_once():
+    """The frontier's keys and storage rows as the chunks take them, the last chunk short; a
+    frontier of one chunk is not copied; the shape stays what the progress and stops read."""
+    keys = np.arange(2 * 10, dtype=np.uint64).reshape(2, 10)
+    rows = np.arange(10, dtype=np.uint32)[::-1].copy()
+    frontier = ChunkedFrontier(keys, rows, 4)
+    for start in (8, 0, 4):  # threads take chunks in any order
+        k, r = frontier.take(start)
+        assert (k == keys[:, start : start + 4]).all() and (r == rows[start : start + 4]).all()
+        assert not np.may_share_memory(k, keys)  # each chunk's columns go alone
+    with pytest.raises(KeyError):
+        frontier.take(0)
+    assert frontier.shape == (2, 10)
+    whole = ChunkedFrontier(keys, rows, 10).take(0)
+    assert whole[0] is keys and whole[1] is rows
 
 
 def test_the_radix_argsort_is_numpys_stable_argsort():
