@@ -331,6 +331,25 @@ def test_the_vector_kernel_falls_back_to_scalar_where_it_does_not_apply(tmp_path
         BfsEngine(kernel="gpu")
 
 
+def test_a_replicas_combinations_built_by_blocks_are_those_built_whole(monkeypatch):
+    """The facts filter a replica's combinations a block at a time; blocks of any size give the
+    same table, row for row, and too many combinations are refused once found."""
+    from isrcheck.model import kernel_tables
+
+    for config in (ModelConfig(rf=3, min_isr=2), RF2["kip-320"]):
+        whole = kernel_tables.KernelTables(ReplicationModel(config))
+        monkeypatch.setattr(kernel_tables, "COMBINE_BLOCK", 7)
+        blocks = kernel_tables.KernelTables(ReplicationModel(config))
+        monkeypatch.undo()
+        assert blocks.n_slots == whole.n_slots > 1 and whole.field.keys() == blocks.field.keys()
+        for name, column in whole.field.items():
+            assert np.array_equal(blocks.field[name], column), name
+    monkeypatch.setattr(kernel_tables, "MAX_TABLE_BYTES", 64 << 10)
+    monkeypatch.setattr(kernel_tables, "COMBINE_BLOCK", 256)
+    with pytest.raises(KernelUnsupported, match="a replica's combinations would take more than 0 MiB"):
+        kernel_tables.KernelTables(ReplicationModel(ModelConfig(rf=3, min_isr=2)))
+
+
 def test_an_enabled_action_that_leaves_the_tables_raises_instead_of_dropping_a_state():
     model = ReplicationModel(RF2["kip-320"])
     kernel = VectorKernel(model)  # a private copy: its tables are corrupted below
