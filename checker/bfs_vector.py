@@ -143,18 +143,18 @@ class VectorSearch(MemoryFit):
         # hashed fingerprints have no runs, and there a radix sort is twice the quicksort's speed
         # (rf 3 to 5, two-word keys), measured per chunk
         order = np.argsort(fp, kind="stable") if kernel.exact else radix_argsort(fp)
-        index, prio = first_in_groups(fp, order, prio)
+        index, prio, fp = first_in_groups(fp, order, prio)
         del order
-        fp = fp[index]
+        if kernel.exact:
+            keys = None  # the fingerprints are the keys: the successors' go now
+        pos, fresh = self.visited_set.locate(fp)
+        if not fresh.all():
+            fp, pos, prio, index = fp[fresh], pos[fresh], prio[fresh], index[fresh]
+        # the keys and orbits of the new states only, gathered once (each a random access)
         keys = fp[None, :] if kernel.exact else keys[:, index]
         if orbits is not None:
             orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))  # at most rf!
         del index
-        pos, fresh = self.visited_set.locate(fp)
-        if not fresh.all():
-            fp, pos, prio = fp[fresh], pos[fresh], prio[fresh]
-            keys = fp[None, :] if kernel.exact else keys[:, fresh]
-            orbits = None if orbits is None else orbits[fresh]
         if self.visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
             pos = pos.astype(np.uint32)
         deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)

@@ -114,13 +114,17 @@ def group_starts(sorted_values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(first)
 
 
-def first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def first_in_groups(values: np.ndarray, order: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For ``values[order]`` sorted: the index (into values) of one member of each group of
-    equal values, and the group's smallest priority."""
-    starts = group_starts(values[order])
+    equal values, the group's smallest priority, and its value (sorted: read from the
+    sorted copy in order, not gathered again at random)."""
+    ordered = values[order]
+    starts = group_starts(ordered)
+    firsts = ordered[starts]
+    del ordered  # before the priorities are gathered: one chunk-long copy at a time
     if not len(starts):
-        return starts, prio[:0]
-    return order[starts], np.minimum.reduceat(prio[order], starts)
+        return starts, prio[:0], firsts
+    return order[starts], np.minimum.reduceat(prio[order], starts), firsts
 
 
 def radix_argsort(values: np.ndarray) -> np.ndarray:

@@ -273,7 +273,7 @@ class LevelRuns:
 def _each_once(records: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The records (``order`` sorts them by fingerprint) each fingerprint once, in that
     order, carrying its group's smallest priority: ``first_in_groups`` on records."""
-    index, prio = first_in_groups(records["fp"], order, records["prio"])
+    index, prio, _ = first_in_groups(records["fp"], order, records["prio"])
     out = records[index]
     out["prio"] = prio
     return out
