@@ -92,7 +92,7 @@ def child(argv: list[str]) -> None:
     for where in ("pool", "main"):
         rows = sorted(((label, s) for (label, w), s in totals.items() if w == where), key=lambda r: -r[1])
         inside = sum(totals.get((label, where), 0.0) for label in INSIDE_NEW_STATES)
-        if (("_new_states", where)) in totals:
+        if ("_new_states", where) in totals:
             rows.append(("rest of _new_states", totals[("_new_states", where)] - inside))
         for label, seconds in rows:
             if seconds >= 0.005:

@@ -145,15 +145,16 @@ class VectorSearch(MemoryFit):
         order = np.argsort(fp, kind="stable") if kernel.exact else radix_argsort(fp)
         index, prio, fp = first_in_groups(fp, order, prio)
         del order
+        if orbits is not None:  # a byte each (at most rf!): gathered now, so the chunk-long array goes
+            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))
         if kernel.exact:
-            keys = None  # the fingerprints are the keys: the successors' go now
+            keys = index = None  # the fingerprints are the keys: the successors' go now
         pos, fresh = self.visited_set.locate(fp)
         if not fresh.all():
-            fp, pos, prio, index = fp[fresh], pos[fresh], prio[fresh], index[fresh]
-        # the keys and orbits of the new states only, gathered once (each a random access)
-        keys = fp[None, :] if kernel.exact else keys[:, index]
-        if orbits is not None:
-            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))  # at most rf!
+            fp, pos, prio = fp[fresh], pos[fresh], prio[fresh]
+            orbits = None if orbits is None else orbits[fresh]
+            index = None if index is None else index[fresh]
+        keys = fp[None, :] if kernel.exact else keys[:, index]  # wide keys: the new states' only, gathered once
         del index
         if self.visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
             pos = pos.astype(np.uint32)
