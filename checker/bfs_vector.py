@@ -52,7 +52,8 @@ from isrcheck.properties import Property, verdict
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
                      checkpoint_failure, one_malloc_arena, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
-from .vector_arrays import NO_PRIO, LevelParts, New, first_in_groups, held_bytes, radix_argsort
+from .vector_arrays import NO_PRIO, LevelParts, New, held_bytes, radix_argsort
+from .vector_chunk import distinct, unvisited
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
 from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, mapped_keys
@@ -131,41 +132,7 @@ class VectorSearch(MemoryFit):
         discovery (the smallest priority) and its property verdicts. The list is handed over
         (emptied): each array goes once this no longer needs it, not when the caller returns
         (two threads' chunks held some 17 MB each of successors no longer read, measured)."""
-        keys, prio = successors
-        successors.clear()
-        kernel, orbits = self.kernel, None
-        if self.symmetry:
-            keys, orbits = kernel.canonical_and_orbits(keys)
-        fp = kernel.fingerprints(keys)
-        # one-word keys come in long sorted runs (the frontier is in key order, an action changes
-        # few components, and the canonical relabelling is mostly the identity): timsort merges
-        # them, 2 to 4 times faster than NumPy's quicksort (the main job's successors, kip-320's);
-        # hashed fingerprints have no runs, and there a radix sort is twice the quicksort's speed
-        # (rf 3 to 5, two-word keys), measured per chunk
-        order = np.argsort(fp, kind="stable") if kernel.exact else radix_argsort(fp)
-        index, prio, fp = first_in_groups(fp, order, prio)
-        del order
-        if orbits is not None:  # a byte each (at most rf!): gathered now, so the chunk-long array goes
-            orbits = orbits.take(index).astype(np.min_scalar_type(kernel.symmetry().full_group))
-        if kernel.exact:
-            keys = index = None  # the fingerprints are the keys: the successors' go now
-        pos, fresh = self.visited_set.locate(fp)
-        if not fresh.all():
-            fp, pos, prio = fp[fresh], pos[fresh], prio[fresh]
-            orbits = None if orbits is None else orbits[fresh]
-            index = None if index is None else index[fresh]
-        keys = fp[None, :] if kernel.exact else keys[:, index]  # wide keys: the new states' only, gathered once
-        del index
-        if self.visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
-            pos = pos.astype(np.uint32)
-        deciding = np.full(len(self.pending), NO_PRIO, dtype=np.int64)
-        if self.pending and len(fp):
-            values = kernel.evaluate(keys, [pred for _, pred, _ in self.pending])
-            for i, ((_, _, always), holds) in enumerate(zip(self.pending, values)):
-                decides = holds != always
-                if decides.any():
-                    deciding[i] = prio[decides].min()
-        return New(fp, pos, prio, keys, deciding, orbits)
+        return unvisited(self.kernel, self.visited_set, self.pending, distinct(self.kernel, self.symmetry, successors))
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         if isinstance(self.frontier, ChunkedFrontier):
@@ -176,12 +143,16 @@ class VectorSearch(MemoryFit):
         del frontier
         parents = rows + start if storage_rows is None else storage_rows[rows]
         del storage_rows
-        # priorities in 32 bits while the level's fit: a chunk's parts are held till the level's merge
-        n = len(self.rank)
-        width = np.uint32 if self.frontier.shape[1] * n <= 1 << 32 else np.int64
-        successors = [keys, parents.astype(width) * width(n) + self.rank[actions].astype(width)]
+        successors = [keys, self._priorities(parents, actions)]
         del keys, rows, actions, parents
         return successors[0].shape[1], self._new_states(successors)
+
+    def _priorities(self, parents: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Parent's row * actions + the action's rank; in 32 bits while the level's fit: a
+        chunk's parts are held till the level's merge."""
+        n = len(self.rank)
+        width = np.uint32 if self.frontier.shape[1] * n <= 1 << 32 else np.int64
+        return parents.astype(width) * width(n) + self.rank[actions].astype(width)
 
     # ---- one level --------------------------------------------------------------------------
     def _next_level(self, pool: Executor | None, limits: Limits) -> LevelParts | LevelRuns | None:

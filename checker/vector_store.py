@@ -111,12 +111,7 @@ class VisitedSet:
         return self.disk.smallest_gap()
 
     def collision_note(self, states: int, generated: int) -> str:
-        """TLC's two estimates of a collision among these fingerprints."""
-        optimistic = states * (generated - states) / 2.0**64
-        gap = self.smallest_gap()
-        actual = 1.0 / float(gap) if gap else 0.0
-        return (f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
-                f"based on the actual fingerprints val = {actual:.1E}")
+        return collision_note(states, generated, self.smallest_gap())
 
     def add(self, new: np.ndarray, pos: np.ndarray) -> None:
         """Merge ``new`` (sorted, none already here), given ``pos``: where each sorts among
@@ -230,6 +225,14 @@ class LevelLog:
 
     def __len__(self) -> int:
         return len(self.parents)
+
+
+def collision_note(states: int, generated: int, gap: int) -> str:
+    """TLC's two estimates of a collision among fingerprints whose least difference is ``gap``."""
+    optimistic = states * (generated - states) / 2.0**64
+    actual = 1.0 / float(gap) if gap else 0.0
+    return (f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
+            f"based on the actual fingerprints val = {actual:.1E}")
 
 
 class _Extent(NamedTuple):
