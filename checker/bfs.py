@@ -54,15 +54,18 @@ class BfsEngine:
     covers the properties (and a resumed checkpoint is the vector kernel's); the scalar
     loop otherwise. The
     result's ``kernel`` and ``kernel_note`` say which ran and why. ``workers`` is
-    threads for the vector kernel (its default: up to 2) and processes for the scalar
-    one (``bfs_parallel.py``; its default: 1, and scalar checkpoints run in one process)."""
+    threads for the vector kernel (its default: up to 2), or with ``processes`` forked
+    processes that each own a shard of the visited set (``bfs_vector_shard.py``; not
+    with checkpoints or the state graph, which need one process), and processes for the
+    scalar one (``bfs_parallel.py``; its default: 1, and scalar checkpoints run in one
+    process)."""
 
     name = "bfs"
 
-    def __init__(self, kernel: str = "vector", workers: int | None = None) -> None:
+    def __init__(self, kernel: str = "vector", workers: int | None = None, processes: bool = False) -> None:
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
-        self.kernel, self.workers = kernel, workers
+        self.kernel, self.workers, self.processes = kernel, workers, processes
 
     def check(
         self,
@@ -86,6 +89,10 @@ class BfsEngine:
             note = "resumed with the scalar kernel that wrote the checkpoint"
         elif self.kernel == "vector":
             kernel, note = vector_kernel_for(model, properties, options)
+            if kernel is not None and self.processes and (self.workers or 1) > 1:
+                if saving is None and not keep:
+                    return _sharded(model, kernel, state_props, options, observer, self.workers)
+                note = "--processes: checkpoints and the state graph need one process; ran on threads"
             if kernel is not None:
                 from .bfs_vector import VectorSearch
 
@@ -97,7 +104,7 @@ class BfsEngine:
 
                     watch = Limits(options, time.monotonic(), observer).exceeded
                     result = graph.settle_vector(search, result, properties, graph_props, watch, options.keep_graph)
-                result.kernel, result.workers = "vector", search.workers
+                result.kernel, result.workers, result.kernel_note = "vector", search.workers, note
                 return result
         if (self.workers or 1) > 1 and saving is None and not keep:
             from .bfs_parallel import ParallelBfsEngine
@@ -114,6 +121,18 @@ class BfsEngine:
                 result = graph.settle_scalar(search, result, properties, graph_props, watch, options.keep_graph)
         result.kernel, result.kernel_note = "scalar", note
         return result
+
+
+def _sharded(model: SearchModel, kernel: Any, properties: Sequence[Property], options: CheckOptions,
+             observer: Observer, workers: int) -> CheckResult:
+    """The vector search on forked processes, each owning a shard of the visited set."""
+    from .bfs_parallel import ParallelBfsEngine
+    from .bfs_vector_shard import VectorShards
+
+    shards = VectorShards(model, kernel, properties, options)
+    result = ParallelBfsEngine(workers).check(model, properties, options, observer, shards)
+    result.kernel = "vector"
+    return result
 
 
 class _Search:

@@ -29,7 +29,7 @@ import time
 from array import array
 from dataclasses import replace
 from math import isqrt
-from typing import Sequence
+from typing import Any, Sequence
 
 from isrcheck.properties import Property, verdict
 
@@ -111,9 +111,9 @@ class _Worker:
                 self.pending = pending = [p for p in pending if p[0] not in found]
         return len(states) - self.frontier_start, found
 
-    def expand(self) -> tuple[int, int, bool]:
+    def expand(self) -> tuple[int, int, bool, bool]:
         """Successors of this worker's frontier, kept by owner for the exchange:
-        (generated, candidates, stopped)."""
+        (generated, candidates, stopped, the level's last round: always)."""
         workers, me = self.workers, self.index
         self.buckets = buckets = [([], array("q"), array("I")) for _ in range(workers)]
         succ, canon, visited = self.model.successors, self.canonical, self.visited
@@ -139,11 +139,12 @@ class _Worker:
                 if self.stop.is_set():
                     stopped = True
                     break
-        return generated, sum(len(b[0]) for b in buckets), stopped
+        return generated, sum(len(b[0]) for b in buckets), stopped, True
 
-    def exchange(self, keep: bool) -> tuple[int, dict[str, int]]:
+    def exchange(self, keep: bool, last: bool = True) -> tuple[int, dict[str, int]]:
         """Send every peer its candidates, absorb what they send: (new states, found); without
-        ``keep`` (a memory stop) drop them all instead: exchanging needs room."""
+        ``keep`` (a memory stop) drop them all instead: exchanging needs room. A level is one
+        round here: always its ``last``."""
         buckets, self.buckets = self.buckets, []
         if not keep:
             return 0, {}
@@ -161,37 +162,73 @@ class _Worker:
         del buckets
         return self.absorb(blocks)
 
-    def serve(self, conn) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
-        while True:
-            msg = conn.recv()
-            kind = msg[0]
-            if kind == "absorb":
-                conn.send(self.absorb(msg[1]))
-            elif kind == "expand":
-                conn.send(self.expand())
-            elif kind == "exchange":
-                conn.send(self.exchange(msg[1]))
-            elif kind == "entry":
-                i = msg[1]
-                conn.send((self.states[i], self.parents[i], self.actions[i]))
-            elif kind == "finish":  # msg[1]: count the states before symmetry reduction (costly)
-                orbit = self.model.symmetry.orbit_size if self.canonical is not None and msg[1] else None
-                full = sum(orbit(s) for s in self.states) if orbit else None
-                conn.send((len(self.states), full))
-            elif kind == "quit":
-                conn.close()
-                return
+    def entry(self, i: int) -> tuple[int, int, int]:
+        """(state, parent's global id or -1, action) of local index ``i``."""
+        return self.states[i], self.parents[i], self.actions[i]
+
+    def finish(self, complete: bool) -> tuple[int, int | None]:
+        """States stored, and before symmetry reduction when ``complete`` (costly: else None)."""
+        orbit = self.model.symmetry.orbit_size if self.canonical is not None and complete else None
+        return len(self.states), sum(orbit(s) for s in self.states) if orbit else None
 
 
-def _run_worker(conn, index, workers, model, properties, symmetry, stop, inbox, outbox) -> None:
+def serve(worker: Any, conn) -> None:
+    """Answer the coordinator's messages, a worker's method and its arguments, until "quit"."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when to stop
+    while True:
+        kind, *args = conn.recv()
+        if kind == "quit":
+            conn.close()
+            return
+        conn.send(getattr(worker, kind)(*args))
+
+
+def _run_worker(conn, index, workers, stop, inbox, outbox, model, properties, symmetry) -> None:
     try:
-        _Worker(index, workers, model, properties, symmetry, stop, inbox, outbox).serve(conn)
+        serve(_Worker(index, workers, model, properties, symmetry, stop, inbox, outbox), conn)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):  # the coordinator went away
         pass
 
 
+class ScalarShards:
+    """What the coordinator needs to know of the scalar kernel's workers."""
+
+    exchange_bytes = EXCHANGE_BYTES
+
+    def __init__(self, model: SearchModel, properties: Sequence[Property], options: CheckOptions) -> None:
+        self.model = model
+        self.canonical = model.symmetry.canonical if options.symmetry else None  # before the fork: shared
+        self.worker = _run_worker
+        self.worker_args = (model, list(properties), options.symmetry)
+
+    def seeds(self, workers: int) -> tuple[list, int]:
+        """Per worker, its initial states (canonical, each once) as one block of candidates;
+        and how many initial states there are."""
+        init: list[int] = []
+        for s in self.model.init_states():
+            s = self.canonical(s) if self.canonical else s
+            if s not in init:
+                init.append(s)
+        seed = [[([], [], [])] for _ in range(workers)]
+        for s in init:
+            block = seed[owner_of(s, workers)][0]
+            block[0].append(s)
+            block[1].append(-1)
+            block[2].append(0)
+        return seed, len(init)
+
+    def path(self, entries: list[tuple]) -> Path:
+        """The path of the workers' entries (state, parent, action), from the last stored state back."""
+        return Path.replay(self.model, [state for state, _, _ in reversed(entries)], self.canonical)
+
+    def note(self, states: int, generated: int, ask) -> str:
+        return ""
+
+
 class ParallelBfsEngine:
+    """The search on ``workers`` forked processes; ``shards`` says which kernel's workers
+    (``ScalarShards``, or ``bfs_vector_shard.VectorShards``)."""
+
     name = "bfs"
 
     def __init__(self, workers: int = 2) -> None:
@@ -203,9 +240,10 @@ class ParallelBfsEngine:
         properties: Sequence[Property],
         options: CheckOptions,
         observer: Observer | None = None,
+        shards: Any = None,
     ) -> CheckResult:
         observer = observer or Observer()
-        canonical = model.symmetry.canonical if options.symmetry else None  # before the fork: shared
+        shards = shards or ScalarShards(model, properties, options)
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         W = workers_that_fit(self.workers)
@@ -217,16 +255,13 @@ class ParallelBfsEngine:
                 conns.append(mine)
                 inbox = {a: peer[(a, w)][0] for a in range(W) if a != w}
                 outbox = {b: peer[(w, b)][1] for b in range(W) if b != w}
-                p = ctx.Process(
-                    target=_run_worker,
-                    args=(theirs, w, W, model, list(properties), options.symmetry, stop, inbox, outbox),
-                    daemon=True,
-                )
+                p = ctx.Process(target=shards.worker, args=(theirs, w, W, stop, inbox, outbox, *shards.worker_args),
+                                daemon=True)
                 p.start()
                 theirs.close()
                 procs.append(p)
             _close(peer)  # the workers hold their own copies
-            coordinator = _Coordinator(model, list(properties), options, observer, conns, procs, stop, canonical)
+            coordinator = _Coordinator(model, list(properties), options, observer, conns, procs, stop, shards)
             return coordinator.run()
         finally:
             _close(peer)
@@ -253,11 +288,11 @@ def _shut_down(conns, procs) -> None:
 
 
 class _Coordinator:
-    def __init__(self, model, properties, options, observer, conns, procs, stop, canonical) -> None:
+    def __init__(self, model, properties, options, observer, conns, procs, stop, shards) -> None:
         self.model, self.properties, self.options, self.observer = model, properties, options, observer
         self.conns, self.procs, self.stop = conns, procs, stop
         self.workers = len(conns)
-        self.canonical = canonical
+        self.shards = shards
         self.peak_before = peak_rss()  # the tables, built before the fork
         self.memory = FamilyMemory([os.getpid()] + [p.pid for p in procs], POLL)
         self.memory_stop = options.max_memory * MEMORY_HEADROOM if options.max_memory else None
@@ -289,19 +324,9 @@ class _Coordinator:
         opts, W = self.options, self.workers
         started = time.monotonic()
         limits = Limits(replace(opts, max_memory=None), started)  # memory: the family's, in _limit_reached
-        init = []
-        for s in self.model.init_states():
-            s = self.canonical(s) if self.canonical else s
-            if s not in init:
-                init.append(s)
-        seed = [[([], [], [])] for _ in range(W)]
-        for s in init:
-            block = seed[owner_of(s, W)][0]
-            block[0].append(s)
-            block[1].append(-1)
-            block[2].append(0)
+        seed, generated = self.shards.seeds(W)
         found: dict[str, tuple[int, int]] = {}  # property -> (worker, local index)
-        generated, states, depth, stop = len(init), 0, 0, ""
+        states, depth, stop = 0, 0, ""
         names = {p.name for p in self.properties}
         answers = self._all([("absorb", blocks) for blocks in seed])
         while True:
@@ -330,40 +355,46 @@ class _Coordinator:
         finals = self._all([("finish", complete)] * W)  # a stopped run skips the count before symmetry
         self.memory.now()
         paths = {name: self._path(*where) for name, where in found.items()}
-        results = property_results(self.properties, paths, exhausted)
+        note = self.shards.note(sum(n for n, _ in finals), generated, lambda msg: self._all([msg] * W))
+        results = property_results(self.properties, paths, exhausted, note)
         stats = Stats(
             states=sum(n for n, _ in finals),
             generated=generated,
             depth=depth,
             seconds=time.monotonic() - started,
             peak_memory=max(self.peak_before, self.memory.peak),
-            full_states=sum(f for _, f in finals) if self.canonical and complete else None,
+            full_states=sum(f for _, f in finals) if opts.symmetry and complete else None,
         )
-        return CheckResult("bfs", complete, results, stats, exhausted, stop, self.canonical is not None, workers=W)
+        return CheckResult("bfs", complete, results, stats, exhausted, stop, opts.symmetry, workers=W, search_note=note,
+                           processes=True)
 
     def _level(self, limits: Limits) -> tuple[list, int, str]:
-        """One level on every worker: (their answers, generated, why the search stops or '').
-        Between the expansion and the exchange, the memory the exchange will need (pickled
-        and unpickled candidates, the new states stored) is reserved: a level that would
-        pass the memory limit is dropped, never exchanged."""
-        expanded = self._all([("expand",)] * self.workers, limits)
-        generated = sum(g for g, _, _ in expanded)
-        reserve = EXCHANGE_BYTES * sum(c for _, c, _ in expanded)
-        if self.memory_stop is not None and self.memory.now() + reserve >= self.memory_stop:
-            self.stop_reason = self.stop_reason or "memory limit"
-        keep = self.stop_reason != "memory limit"
-        answers = self._all([("exchange", keep)] * self.workers, limits)
-        stopped = not keep or any(s for _, _, s in expanded)
-        return answers, generated, (self.stop_reason or "interrupted") if stopped else ""
+        """One level on every worker, in rounds of expansion and exchange (the scalar workers
+        expand a level in one): (their answers, generated, why the search stops or '').
+        Between a round's expansion and its exchange, the memory the exchange will need
+        (exchanged candidates, the new states stored) is reserved: a level that would pass
+        the memory limit is dropped, never exchanged."""
+        generated, stopped = 0, False
+        while True:
+            expanded = self._all([("expand",)] * self.workers, limits)
+            generated += sum(e[0] for e in expanded)
+            reserve = self.shards.exchange_bytes * sum(e[1] for e in expanded)
+            if self.memory_stop is not None and self.memory.now() + reserve >= self.memory_stop:
+                self.stop_reason = self.stop_reason or "memory limit"
+            keep = self.stop_reason != "memory limit"
+            stopped = not keep or any(e[2] for e in expanded)
+            last = stopped or all(e[3] for e in expanded)
+            answers = self._all([("exchange", keep, last)] * self.workers, limits)
+            if last:
+                return answers, generated, (self.stop_reason or "interrupted") if stopped else ""
 
-    def _path(self, worker: int, index: int):
-        stored = []
+    def _path(self, worker: int, index: int) -> Path:
+        entries = []
         while True:
             self.conns[worker].send(("entry", index))
-            state, parent, _ = self.conns[worker].recv()
-            stored.append(state)
+            entries.append(self.conns[worker].recv())
+            parent = entries[-1][1]
             if parent < 0:
                 break
             worker, index = parent % self.workers, parent // self.workers
-        stored.reverse()
-        return Path.replay(self.model, stored, self.canonical)
+        return self.shards.path(entries)

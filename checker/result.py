@@ -96,7 +96,8 @@ class CheckResult:
     symmetry: bool = False
     kernel: str = ""  # the BFS kernel that ran (vector, scalar), when the engine has kernels
     kernel_note: str = ""  # why the requested kernel did not run, if it did not
-    workers: int = 1  # processes (scalar BFS) or threads (vector BFS) that ran the search
+    workers: int = 1  # processes (scalar BFS, vector BFS with ``processes``) or threads (vector BFS) that ran it
+    processes: bool = False  # the workers were processes
     replay_config: ModelConfig | None = None  # paths are of this bounded model, not the one checked
     search_note: str = ""  # what holds for every verdict (a fingerprint collision estimate); also each one's note
     graph: Any = None  # the explored state graph (checker.graph.StateGraph), when kept

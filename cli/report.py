@@ -158,7 +158,7 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     lines = header(outcome.run.config)
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
     if r.workers > 1:
-        kernel = f" ({r.kernel} kernel, {r.workers} {'threads' if r.kernel == 'vector' else 'processes'})"
+        kernel = f" ({r.kernel} kernel, {r.workers} {'processes' if r.processes else 'threads'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     shared = r.search_note  # the whole search's: said once, below the verdicts

@@ -45,6 +45,7 @@ EXPLICIT = {
     "bfs-scalar": lambda: BfsEngine(kernel="scalar", workers=1),
     "bfs-vector": lambda: BfsEngine(kernel="vector", workers=1),
     "bfs-parallel": lambda: BfsEngine(kernel="scalar", workers=2),
+    "bfs-vector-processes": lambda: BfsEngine(kernel="vector", workers=2, processes=True),
 }
 
 
@@ -72,7 +73,8 @@ def test_each_explicit_engine_counts_the_toys_states_exactly(toy, engine):
         want["states"], want["generated"], want["depth"],
     )
     assert verdicts(result) == expected(toy)
-    assert result.kernel == ("vector" if engine == "bfs-vector" else "scalar")
+    assert result.kernel == ("vector" if engine.startswith("bfs-vector") else "scalar")
+    assert result.processes == (engine in ("bfs-parallel", "bfs-vector-processes"))
 
 
 @pytest.mark.parametrize("engine", list(EXPLICIT))

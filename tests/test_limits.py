@@ -235,6 +235,18 @@ def test_the_scalar_processes_stop_under_the_memory_limit_and_say_so(tmp_path):
     assert 60 << 20 < report["peak_memory_bytes"] <= 200 << 20
 
 
+def test_the_vector_processes_stop_under_the_memory_limit_and_say_so(tmp_path):
+    """--processes: no states move to disk; the search stops under the limit (rf 4 takes some
+    600 MB to the end on two processes), and the peak reported is the whole family's."""
+    proc = capped("--rf", "4", "--min-isr", "2", "--max-records", "1", "--workers", "2", "--processes",
+                  "--max-memory", "250M", "--no-progress", "--format", "json", "--trace-dir", str(tmp_path))
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["stop_reason"] == "memory limit" and report["workers"] == 2 and report["kernel"] == "vector"
+    assert 0 < report["states"] < 17_397_330
+    assert 60 << 20 < report["peak_memory_bytes"] <= 250 << 20
+
+
 def test_more_scalar_processes_than_the_open_file_limit_allows_are_capped():
     script = (
         "from isrcheck.checker import CheckOptions\n"
