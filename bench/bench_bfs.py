@@ -32,8 +32,8 @@ CONFIGS = {
     "main-job": ["--rf", "3", "--min-isr", "2", "--kafka-version", "3.9"],  # 3.9: figures compare across sessions
 }
 
-# The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel,
-# processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
+# The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel, or
+# processes with --processes; processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
 # function derived from the action definitions instead of the hand-fused one of fused.py);
 # "tables" is the time to build the model's tables (and the vector kernel's), before the search;
 # --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does),
@@ -56,6 +56,8 @@ config = model_config_from(p, {k for k in p if ctx.get_parameter_source(k) is Pa
 engine_args = {"kernel": p["kernel"]}
 if os.environ.get("BENCH_WORKERS"):
     engine_args["workers"] = int(os.environ["BENCH_WORKERS"])
+if p.get("processes"):  # the vector kernel's workers as processes (older builds: no such option)
+    engine_args["processes"] = True
 import numpy  # imported by the vector kernel: part of the baseline, not of the states
 t = time.perf_counter()
 model = ReplicationModel(config)
@@ -80,7 +82,7 @@ wall = time.perf_counter() - t
 cpu = time.process_time() - cpu
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu += children.ru_utime + children.ru_stime
-procs = 1 + (result.workers if result.kernel == "scalar" and result.workers > 1 else 0)
+procs = 1 + (result.workers if getattr(result, "processes", result.kernel == "scalar" and result.workers > 1) else 0)
 peak = s.peak_memory if procs > 1 else peak_rss()
 print(json.dumps(dict(states=s.states, full=s.full_states, generated=s.generated, depth=s.depth,
                       wall=wall, cpu=cpu, tables=tables, peak=peak, baseline=baseline,
