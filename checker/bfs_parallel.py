@@ -16,6 +16,12 @@ before the fork) without pickling them. Their memory counts against --max-memory
 the coordinator's, shared pages once (``FamilyMemory``). Every worker holds a pipe to
 every other: the workers asked for are capped to what the open-file limit allows.
 Checkpoints stay with the single-process engine.
+
+The workers here run the scalar kernel, a level in one round; the vector kernel's
+(``bfs_vector_shard.py``, ``--processes``) answer the same messages, and exchange every
+few chunks (a level is then several rounds). ``ScalarShards`` and ``VectorShards`` tell
+the coordinator how each kind is seeded, how a path is rebuilt from the workers'
+entries, and what note the verdicts carry.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from . import colors, graph_files, kafka_config, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
                      UsageFailure, available_cores, color_option, exit_code, wants_color)
 from .runner import CheckOutcome, CheckRun, run_check
-from .simulate_options import simulate_engine_args, simulate_options
+from .engine_args import engine_args_from
+from .simulate_options import simulate_options
 from .units import parse_duration, parse_size, whole_number
 
 ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "symbolic, bounded model checking "
@@ -58,7 +59,7 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     """The run that option values ask for; check-suite builds each check's run with it too.
     An unset --max-memory stays None here: the caller knows how many runs share the machine."""
     config = model_config_from(params, explicit)
-    engine_args = z3_engine_args(params, explicit, config)
+    engine_args = engine_args_from(params, explicit, config)
     options = CheckOptions(
         max_depth=params["max_depth"],
         explore_all=params["explore_all"],
@@ -67,24 +68,6 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         max_memory=params["max_memory"],
         checkpoint_every=params["checkpoint_every"],
     )
-    kernel = params.get("kernel") or "vector"
-    if "kernel" in explicit and params["engine"] not in ("bfs", "spark", "simulate"):
-        raise UsageFailure(f"--kernel applies to --engine bfs, spark and simulate, not {params['engine']}")
-    engine_args.update(spark_engine_args(params, explicit))
-    engine_args.update(simulate_engine_args(params, explicit))
-    workers = params.get("workers")
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise UsageFailure(f"--workers {workers}: must be at least 1" if workers < 1 else
-                           f"--workers {workers}: at most {MAX_WORKERS}")
-    if "workers" in explicit and params["engine"] != "bfs":
-        raise UsageFailure(f"--workers applies to --engine bfs, not {params['engine']}")
-    if params.get("processes") and params["engine"] != "bfs":
-        raise UsageFailure(f"--processes applies to --engine bfs, not {params['engine']}")
-    if params["engine"] in ("bfs", "spark", "simulate"):
-        engine_args["kernel"] = kernel
-    if params["engine"] == "bfs":
-        engine_args["workers"] = workers
-        engine_args["processes"] = bool(params.get("processes"))
     return CheckRun(
         config,
         params["engine"],
@@ -95,48 +78,6 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
         resume_dir=params.get("resume_dir"),
         engine_args=engine_args,
     )
-
-
-def z3_engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dict:
-    """--prove and --prove-timeout for the Z3 engine; they and unbounded epochs need it."""
-    if params["engine"] == "z3":
-        return {"prove": params.get("prove") or "induction", "prove_timeout": params.get("prove_timeout") or 60.0}
-    given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
-    if given:
-        raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
-    if config.unbounded:
-        raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
-    return {}
-
-
-SPARK_OPTIONS = {"spark_master": "--spark-master", "spark_partitions": "--spark-partitions", "verbose": "--verbose"}
-
-
-def spark_engine_args(params: dict, explicit: set[str]) -> dict:
-    """The Spark engine's arguments; the Spark options are a usage error with any other engine."""
-    if params["engine"] != "spark":
-        given = [flag for name, flag in SPARK_OPTIONS.items() if name in explicit]
-        if given:
-            raise UsageFailure(f"{', '.join(given)} needs --engine spark")
-        return {}
-    partitions = params.get("spark_partitions")
-    if partitions is not None and partitions < 1:
-        raise UsageFailure(f"--spark-partitions {partitions}: must be at least 1")
-    from isrcheck.checker.spark_context import validate_master  # no pyspark import: checks the URL's form
-
-    master = params.get("spark_master")
-    if master is not None and not master.strip():
-        raise UsageFailure("--spark-master: the URL is empty (leave the option out for local[*])")
-    master = master or "local[*]"
-    try:
-        validate_master(master)
-    except ConfigError as e:
-        raise UsageFailure(str(e)) from None
-    return {
-        "master": master,
-        "partitions": partitions,
-        "verbose": bool(params.get("verbose")),
-    }
 
 
 def _parsed(parse):
