@@ -117,9 +117,10 @@ class _Worker:
                 self.pending = pending = [p for p in pending if p[0] not in found]
         return len(states) - self.frontier_start, found
 
-    def expand(self) -> tuple[int, int, bool, bool]:
-        """Successors of this worker's frontier, kept by owner for the exchange:
-        (generated, candidates, stopped, the level's last round: always)."""
+    def expand(self, room: int | None = None) -> tuple[int, int, bool, bool]:
+        """Successors of this worker's frontier, kept by owner for the exchange: (generated,
+        bytes the exchange will take, stopped, the level's last round: always). ``room``,
+        this worker's share of the memory left, is for the vector workers' chunks."""
         workers, me = self.workers, self.index
         self.buckets = buckets = [([], array("q"), array("I")) for _ in range(workers)]
         succ, canon, visited = self.model.successors, self.canonical, self.visited
@@ -145,7 +146,7 @@ class _Worker:
                 if self.stop.is_set():
                     stopped = True
                     break
-        return generated, sum(len(b[0]) for b in buckets), stopped, True
+        return generated, EXCHANGE_BYTES * sum(len(b[0]) for b in buckets), stopped, True
 
     def exchange(self, keep: bool, last: bool = True) -> tuple[int, dict[str, int]]:
         """Send every peer its candidates, absorb what they send: (new states, found); without
@@ -198,8 +199,6 @@ def _run_worker(conn, index, workers, stop, inbox, outbox, model, properties, sy
 
 class ScalarShards:
     """What the coordinator needs to know of the scalar kernel's workers."""
-
-    exchange_bytes = EXCHANGE_BYTES
 
     def __init__(self, model: SearchModel, properties: Sequence[Property], options: CheckOptions) -> None:
         self.model = model
@@ -377,20 +376,23 @@ class _Coordinator:
     def _level(self, limits: Limits) -> tuple[list, int, str]:
         """One level on every worker, in rounds of expansion and exchange (the scalar workers
         expand a level in one): (their answers, generated, why the search stops or '').
-        Between a round's expansion and its exchange, the memory the exchange will need
-        (exchanged candidates, the new states stored) is reserved: a level that would pass
-        the memory limit is dropped, never exchanged."""
-        generated, stopped = 0, False
+        Each round tells the workers their share of the memory left (the vector workers size
+        their chunks to it). Between a round's expansion and its exchange, the memory the
+        exchange will need (what the workers say: exchanged candidates, the new states
+        stored) is reserved: a level that would pass the memory limit is dropped, never
+        exchanged."""
+        generated, W = 0, self.workers
         while True:
-            expanded = self._all([("expand",)] * self.workers, limits)
+            room = None if self.memory_stop is None else max(0, int(self.memory_stop - self.memory.now())) // W
+            expanded = self._all([("expand", room)] * W, limits)
             generated += sum(e[0] for e in expanded)
-            reserve = self.shards.exchange_bytes * sum(e[1] for e in expanded)
+            reserve = sum(e[1] for e in expanded)
             if self.memory_stop is not None and self.memory.now() + reserve >= self.memory_stop:
                 self.stop_reason = self.stop_reason or "memory limit"
             keep = self.stop_reason != "memory limit"
             stopped = not keep or any(e[2] for e in expanded)
             last = stopped or all(e[3] for e in expanded)
-            answers = self._all([("exchange", keep, last)] * self.workers, limits)
+            answers = self._all([("exchange", keep, last)] * W, limits)
             if last:
                 return answers, generated, (self.stop_reason or "interrupted") if stopped else ""
 

@@ -96,13 +96,15 @@ class ShardSearch(VectorSearch):
         parts.add(self._new_states([keys, np.arange(keys.shape[1], dtype=np.int64) * len(self.rank)]))
         return self._stored(parts)
 
-    def expand(self) -> tuple[int, int, bool, bool]:
-        """This round's chunks of this worker's frontier: (generated, candidates held for
-        peers, stopped, the level's last round)."""
+    def expand(self, room: int | None) -> tuple[int, int, bool, bool]:
+        """This round's chunks of this worker's frontier: (generated, bytes the exchange will
+        take, stopped, the level's last round). ``room``: this worker's share of the memory
+        left, which a level's chunks are sized to (as one process sizes them to all of it)."""
         if self.parts is None:  # the level's first round
             self.level_start = self.states - self.frontier.shape[1]
             self.parts = LevelParts(self.kernel.exact)
             self.next_start = 0
+            self._fit_chunk(room)
             if self.frontier.shape[1]:
                 self.frontier = ChunkedFrontier(self.frontier, self.frontier_rows, self.chunk)
                 self.frontier_rows = None
@@ -117,8 +119,12 @@ class ShardSearch(VectorSearch):
             stopped = self.stop_event.is_set()
             if not self.next_start % (ROUND * self.chunk):
                 break
-        held = sum(len(b[0]) for blocks in self.outgoing for b in blocks)
-        return generated, held, stopped, self.next_start >= n
+        last = self.next_start >= n or stopped
+        # the candidates sent (pickled, sent, unpickled: three copies at most at once), and after
+        # the last round the level stored: a copy of its new states, the visited set's growth
+        sent = 3 * sum(a.nbytes for blocks in self.outgoing for b in blocks for a in b if a is not None)
+        stored = self.parts.held_bytes + self.visited_set.growth(self.parts.entries) if last else 0
+        return generated, sent + stored, stopped, last
 
     def exchange(self, keep: bool, last: bool) -> tuple[int, dict[str, int]]:
         """Send every peer its candidates, filter what they send; after the level's last round,
@@ -200,8 +206,6 @@ class VectorShards:
         self.model, self.kernel, self.symmetry = model, kernel, options.symmetry
         if self.symmetry:
             kernel.symmetry()  # its tables built before the fork: shared
-        # a candidate exchanged: its fingerprint, priority, key and orbit, pickled and unpickled
-        self.exchange_bytes = 3 * (17 + 8 * kernel.words)
         self.worker = run_shard
         pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in properties]
         self.worker_args = (model, kernel, list(properties), pending, options)

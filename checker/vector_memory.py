@@ -72,7 +72,7 @@ class MemoryFit:
         in_flight = min(self.expanding, left) * self.chunk * CHUNK_BYTES_PER_STATE
         return max(in_flight, parts.held_bytes + self.visited_set.growth(parts.entries))
 
-    def _fit_chunk(self, limits: Limits) -> None:
+    def _fit_chunk(self, room: int | None) -> None:
         """The next level's chunks (looked at before each level): at most ``max_chunk`` states;
         under a tight memory limit, small enough that their arrays fit the room left (out of
         core the room can grow back, and so can they); and, under symmetry, a level that would
@@ -82,8 +82,7 @@ class MemoryFit:
         halves of a small level wait on each other's interpreter lock (kip320-rf3: 0.80 and
         0.91 s split, 0.67 and 0.74 s not, one thread 0.62 and 0.67)."""
         chunk = self.max_chunk
-        room = limits.memory_room()
-        if room is not None:
+        if room is not None:  # bytes left before the memory stop (None: no limit)
             chunk = min(chunk, max(MIN_CHUNK, room // (8 * self.expanding * CHUNK_BYTES_PER_STATE)))
         if self.expanding > 1 and self.symmetry:
             chunk = min(chunk, max(SPLIT_MIN, -(-self.frontier.shape[1] // self.expanding)))

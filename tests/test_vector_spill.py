@@ -159,8 +159,8 @@ def test_a_level_smaller_than_a_chunk_is_split_between_threads_only_under_symmet
     limits = Limits(CheckOptions(symmetry=symmetry), 0.0)
     for size, split in ((40_000, 20_000), (vector_memory.SPLIT_MIN, vector_memory.SPLIT_MIN), (5, vector_memory.SPLIT_MIN)):
         search.frontier = np.zeros((search.kernel.words, size), dtype=np.uint64)
-        search._fit_chunk(limits)
+        search._fit_chunk(limits.memory_room())
         assert search.chunk == (split if symmetry else vector_memory.CHUNK)
     search.frontier = np.zeros((search.kernel.words, 3 * vector_memory.CHUNK), dtype=np.uint64)
-    search._fit_chunk(limits)
+    search._fit_chunk(limits.memory_room())
     assert search.chunk == vector_memory.CHUNK  # a big level makes chunks of its own either way
