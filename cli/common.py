@@ -42,6 +42,14 @@ class UsageFailure(Exception):
     """Raised anywhere in a command to end it with one line and exit code 2."""
 
 
+def refuse_options(explicit: set[str], options: dict[str, str], engine: str, why: str = "") -> None:
+    """A usage failure when any of ``options`` (parameter name -> option) was given: they
+    need ``--engine engine``."""
+    given = [flag for name, flag in options.items() if name in explicit]
+    if given:
+        raise UsageFailure(f"{', '.join(given)} needs --engine {engine}{why}")
+
+
 class OneLineCommand(click.Command):
     """A click command whose usage errors are one line and exit 2, never a traceback."""
 

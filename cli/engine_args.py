@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from isrcheck.model import ConfigError, ModelConfig
 
-from .common import MAX_WORKERS, UsageFailure
+from .common import MAX_WORKERS, UsageFailure, refuse_options
 from .simulate_options import simulate_engine_args
 
 
@@ -38,9 +38,8 @@ def z3_engine_args(params: dict, explicit: set[str], config: ModelConfig) -> dic
     """--prove and --prove-timeout for the Z3 engine; they and unbounded epochs need it."""
     if params["engine"] == "z3":
         return {"prove": params.get("prove") or "induction", "prove_timeout": params.get("prove_timeout") or 60.0}
-    given = [o for o, k in (("--prove", "prove"), ("--prove-timeout", "prove_timeout")) if k in explicit]
-    if given:
-        raise UsageFailure(f"{', '.join(given)} needs --engine z3: only the symbolic engine proves")
+    refuse_options(explicit, {"prove": "--prove", "prove_timeout": "--prove-timeout"}, "z3",
+                   ": only the symbolic engine proves")
     if config.unbounded:
         raise UsageFailure("--max-leader-epoch unbounded needs --engine z3: the explicit engines enumerate epochs")
     return {}
@@ -52,9 +51,7 @@ SPARK_OPTIONS = {"spark_master": "--spark-master", "spark_partitions": "--spark-
 def spark_engine_args(params: dict, explicit: set[str]) -> dict:
     """The Spark engine's arguments; the Spark options are a usage error with any other engine."""
     if params["engine"] != "spark":
-        given = [flag for name, flag in SPARK_OPTIONS.items() if name in explicit]
-        if given:
-            raise UsageFailure(f"{', '.join(given)} needs --engine spark")
+        refuse_options(explicit, SPARK_OPTIONS, "spark")
         return {}
     partitions = params.get("spark_partitions")
     if partitions is not None and partitions < 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from .common import AsciiInt, UsageFailure
+from .common import AsciiInt, refuse_options
 
 NAMES = {"seed": "--seed", "walks": "--walks", "swarm": "--swarm"}
 DATABASE = "hypothesis"  # under --trace-dir
@@ -35,9 +35,7 @@ def simulate_options(command):
 def simulate_engine_args(params: dict, explicit: set[str]) -> dict:
     """The simulate engine's arguments; its options are a usage error with any other engine."""
     if params["engine"] != "simulate":
-        given = [flag for name, flag in NAMES.items() if name in explicit]
-        if given:
-            raise UsageFailure(f"{', '.join(given)} needs --engine simulate")
+        refuse_options(explicit, NAMES, "simulate")
         return {}
     trace_dir = params.get("trace_dir")
     return {
