@@ -151,3 +151,14 @@ def test_a_suite_runs_checks_on_processes_side_by_side(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("PASS") == 2, result.stdout
+
+
+def test_a_checkpointed_run_runs_on_threads_and_says_why(tmp_path):
+    args = ("--core", "--protocol", "kip-320", "--rf", "2", "--workers", "2", "--processes",
+            "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(tmp_path / "ck"))
+    code, report = run_json(*args)
+    assert code == 0 and report["kernel"] == "vector" and report["workers"] == 2
+    assert "checkpoints and the state graph need one process" in report["kernel_note"]
+    assert (tmp_path / "ck").is_dir()
+    text = run_cli("check-model", *args[:-2], "--checkpoint", str(tmp_path / "ck2"))
+    assert "(vector kernel, 2 threads)" in text.stdout
