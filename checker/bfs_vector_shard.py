@@ -78,13 +78,13 @@ class ShardSearch(VectorSearch):
         owner = owners(fp, self.W, self.kernel.exact)
         shares = [np.flatnonzero(owner == w) for w in range(self.W)]
         del owner
-        for w, rows in enumerate(shares):  # one-word keys: None, the fingerprints are the keys
+        for w, rows in enumerate(shares):  # unvisited's list: keys gathered (None when exact), no index
             picked = [fp[rows], prio[rows], None if orbits is None else orbits[rows],
                       None if keys is None else keys[:, index[rows]], None]
             if w == self.me:
                 mine = picked
             elif len(rows):
-                self.outgoing[w].append(picked[:4])
+                self.outgoing[w].append(picked)
         del fp, prio, orbits, keys, index, shares, picked
         return unvisited(self.kernel, self.visited_set, self.pending, mine)
 
@@ -140,7 +140,7 @@ class ShardSearch(VectorSearch):
         for peer in range(self.W):
             if peer != self.me:
                 for block in self.inbox[peer].recv():
-                    self.parts.add(unvisited(self.kernel, self.visited_set, self.pending, [*block, None]))
+                    self.parts.add(unvisited(self.kernel, self.visited_set, self.pending, block))
         for t in senders:
             t.join()
         del outgoing
@@ -211,17 +211,14 @@ class VectorShards:
         self.worker_args = (model, kernel, list(properties), pending, options)
 
     def seeds(self, workers: int) -> tuple[list, int]:
-        """Per worker, the keys of its initial states (canonical, each once); how many there are."""
+        """Per worker, the keys of the initial states it owns (canonical: a state's owner is its
+        canonical form's; a worker keeps each once); how many initial states there are."""
         kernel = self.kernel
         keys = kernel.initial_keys()
-        n = keys.shape[1]
         if self.symmetry:
             keys = kernel.canonical(keys)
-        fp = kernel.fingerprints(keys)
-        first = np.sort(np.unique(fp, return_index=True)[1])
-        keys, fp = keys[:, first], fp[first]
-        owner = owners(fp, workers, kernel.exact)
-        return [keys[:, owner == w] for w in range(workers)], n
+        owner = owners(kernel.fingerprints(keys), workers, kernel.exact)
+        return [keys[:, owner == w] for w in range(workers)], keys.shape[1]
 
     def path(self, entries: list[tuple]) -> Path:
         """The path of the workers' entries (initial key or None, parent, action), from the

@@ -181,7 +181,8 @@ def feature_options(command):
                    "partition or a batch of walks at a time) where it applies, that is without checkpoints and within its table and key bounds; "
                    "scalar (one state at a time, exact keys) otherwise.")
 @click.option("--workers", type=AsciiInt(), default=None, metavar="N",
-              help=f"BFS processes (scalar kernel) or threads (vector kernel), 1 to {MAX_WORKERS} [default: the "
+              help=f"BFS processes (scalar kernel) or threads (vector kernel; processes with --processes), "
+                   f"1 to {MAX_WORKERS} [default: the "
                    "cores this process may use]. Checkpointed runs use one process.")
 @click.option("--processes", is_flag=True,
               help="The vector kernel's workers are processes, each owning a share of the visited set, "
