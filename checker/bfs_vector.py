@@ -50,7 +50,7 @@ from isrcheck.model.kernel import BatchPredicate, KernelUnsupported, VectorKerne
 from isrcheck.properties import Property, verdict
 
 from .engine import (CheckOptions, CheckpointError, Limits, Observer, Progress, SearchModel,
-                     checkpoint_failure, one_malloc_arena, peak_rss)
+                     checkpoint_failure, one_malloc_arena, pad_heap_top, peak_rss)
 from .result import CheckResult, Path, Stats, property_results
 from .vector_arrays import NO_PRIO, LevelParts, New, held_bytes, radix_argsort
 from .vector_chunk import distinct, unvisited
@@ -254,6 +254,7 @@ class VectorSearch(MemoryFit):
         limits = Limits(opts, started)
         self.pending = [(p.name, kernel.predicate(p), verdict.always(p)) for p in self.properties]
         exhausted = False
+        pad_heap_top()
         if self.resumed is not None:
             self._restore(limits)
             self.pending = [p for p in self.pending if p[0] not in self.found]

@@ -26,7 +26,7 @@ from isrcheck.properties import verdict
 
 from .bfs_parallel import serve
 from .bfs_vector import VectorSearch
-from .engine import one_malloc_arena
+from .engine import one_malloc_arena, pad_heap_top
 from .result import Path
 from .vector_spill import smallest_gap
 from .vector_store import ChunkedFrontier, collision_note
@@ -188,6 +188,7 @@ class ShardSearch(VectorSearch):
 
 def run_shard(conn, index, workers, stop, inbox, outbox, model, kernel, properties, pending, options) -> None:
     one_malloc_arena()  # the exchange's sending threads: their arrays freed into the main arena
+    pad_heap_top()
     shard = None
     try:
         shard = ShardSearch(index, workers, model, kernel, properties, pending, options, stop, inbox, outbox)

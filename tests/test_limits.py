@@ -322,3 +322,38 @@ def test_a_limit_the_process_already_fills_is_refused_saying_so():
     limits = Limits(CheckOptions(max_memory=1 << 20), time.monotonic())
     with pytest.raises(TablesTooLarge, match="leaves no room for tables: this process already holds"):
         ReplicationModel(ModelConfig(core=True, protocol="kip-320", rf=2, max_records=1), limits)
+
+
+HEAP_TOP = r"""
+import ctypes, json
+from isrcheck.checker.engine import pad_heap_top
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                 "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+
+def top_after_a_batch():
+    blocks = [bytearray(100_000) for _ in range(300)]  # 30 MB in the heap (under glibc's 128 KiB mmap size)
+    del blocks
+    return libc.mallinfo2().keepcost  # the free space at the heap's top
+
+before = top_after_a_batch()
+pad_heap_top()
+print(json.dumps({"before": before, "after": top_after_a_batch()}))
+"""
+
+
+def test_the_vector_search_keeps_the_top_of_glibcs_heap_between_batches():
+    """glibc hands the top of its heap back as soon as a batch frees it, and the next, larger
+    batch faults fresh pages in (kip320-rf3 in a fresh process: 0.40 to 0.45 s against 0.35 to
+    0.37); with the pad the freed top stays for the next batch."""
+    out = subprocess.run([sys.executable, "-c", HEAP_TOP], capture_output=True, text=True, timeout=60)
+    if "mallinfo2" in out.stderr:
+        pytest.skip("not glibc 2.33 or later")
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)
+    assert top["before"] < 8 << 20  # trimmed back at once
+    assert top["after"] >= 32 << 20  # kept
