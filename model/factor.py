@@ -48,14 +48,13 @@ class Factorer:
 
     def _factor(self, node: Node) -> Any:
         leaves, inner = _leaves(node)
-        by_comp: dict[str, list[Node]] = {}
-        for leaf in leaves:
-            (comp,) = leaf.comps
-            by_comp.setdefault(comp, []).append(leaf)
+        by_comp = _by_comp(leaves)
         if inner < 2 and len(leaves) <= len(by_comp):  # one operation on one leaf each: already as cheap
             return node
         comps = sorted(by_comp)
         keyed = self._feature_leaves(comps, by_comp)
+        if keyed is None and node.fn in (np.logical_and, np.logical_or):
+            return self._grouped(node)
         if keyed is None:
             args = [self(a) for a in node.args]
             if all(a is b for a, b in zip(args, node.args)):
@@ -84,6 +83,41 @@ class Factorer:
         out = self.t.node(("factored", node.id), lambda i, t=table: t.take(i), index)
         self.tables[out.id] = table
         return out
+
+    def _grouped(self, node: Node) -> Any:
+        """A conjunction (or disjunction) too wide for one table, as few tables as fit: its
+        terms (the chain of the same operation flattened) gathered in groups, each group one
+        table. A property such as weak-isr, five terms over pairs and triples of replicas,
+        reads three tables where it read five."""
+        fn = node.fn
+        terms: list[Any] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if type(n) is Node and n.fn is fn and n.table is None:
+                stack.extend(reversed(n.args))
+            else:
+                terms.append(n)
+        groups: list[Any] = []
+        for term in sorted(terms, key=lambda n: (-len(n.comps), n.id) if type(n) is Node else (0, 0)):
+            for i, g in enumerate(groups):
+                joined = self.t.node(fn.__name__, fn, g, term)
+                if self._fits(joined):
+                    groups[i] = joined
+                    break
+            else:
+                groups.append(term)
+        out = self(groups[0])
+        for g in groups[1:]:
+            out = self.t.node(("refactored", fn.__name__), fn, out, self(g))
+        return out
+
+    def _fits(self, node: Any) -> bool:
+        """Whether one table can hold ``node`` (within the limit)."""
+        if type(node) is not Node or node.table is not None:
+            return True
+        by_comp = _by_comp(_leaves(node)[0])
+        return self._feature_leaves(sorted(by_comp), by_comp) is not None
 
     def _feature_leaves(self, comps: list[str], by_comp: dict[str, list[Node]]) -> dict[str, list[Node]] | None:
         """Per component, the nodes its feature codes: the fields under its leaves where the
@@ -137,6 +171,14 @@ def _dense_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     reps = np.empty(int(rank[-1]) + 1, dtype=np.int64)
     reps[codes] = np.arange(len(key))  # any row of a code will do: they agree on every leaf
     return codes, reps
+
+
+def _by_comp(leaves: list[Node]) -> dict[str, list[Node]]:
+    by_comp: dict[str, list[Node]] = {}
+    for leaf in leaves:
+        (comp,) = leaf.comps
+        by_comp.setdefault(comp, []).append(leaf)
+    return by_comp
 
 
 def _leaves(node: Node) -> tuple[list[Node], int]:

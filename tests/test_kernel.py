@@ -168,6 +168,29 @@ def test_batch_predicates_agree_on_arbitrary_representable_states(config):
         assert batch.any() and not batch.all(), f"{prop.name} is constant on {n} arbitrary states: the test is too weak"
 
 
+def test_a_conjunction_too_wide_for_one_table_reads_a_table_per_group_of_terms():
+    """weak-isr at rf 3 is five terms over pairs and triples of replicas' slots, too many
+    combinations for one table: its terms are gathered into as few tables as fit (three),
+    where each term was a table of its own. The values are the scalar ones (above)."""
+    from isrcheck.model.trace import Node
+
+    model = ReplicationModel(ModelConfig(rf=3, protocol="kip-279", core=True))
+    kernel = kernel_for(model)
+    (weak,) = [p for p in select(model.config) if p.name == "weak-isr"]
+    node = kernel.plan.trace_property(weak.holds)
+    tables, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is Node and n.table is None:
+            op = n.key[0]  # a node's key: (its operation, its arguments)
+            if isinstance(op, tuple) and op[0] == "factored":
+                tables += 1
+            else:
+                stack.extend(n.args)
+    assert node.comps == {"slot0", "slot1", "slot2"}
+    assert tables == 3
+
+
 def test_canonical_form_is_the_same_for_every_relabelling_and_orbits_match_the_scalar_ones():
     model = ReplicationModel(ModelConfig(rf=3, protocol="kip-279", core=True))
     kernel = kernel_for(model)
