@@ -80,9 +80,8 @@ def chosen(keys: tuple[str, ...], base: ModelConfig) -> tuple[Guarantee, ...]:
                                f"each record once")
     if keys:
         return tuple(BY_KEY[k] for k in dict.fromkeys(keys))
-    storage = base.disk_loss or base.power_loss
-    return tuple(g for g in GUARANTEES if (g.key != "stored" or storage) and (g.key != "writable" or base.crashes)
-                 and (not g.producer or base.retries))
+    return tuple(g for g in GUARANTEES if (g.key != "stored" or base.loses_storage)
+                 and (g.key != "writable" or base.crashes) and (not g.producer or base.retries))
 
 
 def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
@@ -139,23 +138,21 @@ def _valid(base: ModelConfig):
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="A line on stderr as each configuration's check ends.")
 @color_option
-def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, retries: int, kafka_version: str,
-         rfs: tuple[int, ...],
-         guarantees: tuple[str, ...], max_records: int, max_leader_epoch: int, jobs: int | None,
-         time_limit: float | None, trace_dir: Path, fmt: str, progress: bool, color: bool | None) -> int:
+def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], max_records: int,
+         max_leader_epoch: int, jobs: int | None, time_limit: float | None, trace_dir: Path, fmt: str,
+         progress: bool, color: bool | None, **faults: Any) -> int:
     """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
     the cheapest settings that keep it and the trace that rules out each cheaper one; exit 0 some
     setting keeps every guarantee, 1 none does, 2 usage, 3 incomplete."""
     try:
         version = releases.find(kafka_version).version
-        base = ModelConfig(rf=max(rfs), crashes=crashes, disk_loss=disk_loss, power_loss=power_loss,
-                           restarts=restarts, kafka_version=version, max_records=max_records,
-                           max_leader_epoch=max_leader_epoch, retries=retries).validate()
+        base = ModelConfig(rf=max(rfs), kafka_version=version, max_records=max_records,
+                           max_leader_epoch=max_leader_epoch, **faults).validate()  # faults: the options not named above
         check_output_dir(trace_dir, "--trace-dir", create=False)
     except (ValueError, ConfigError, FileProblem) as e:
         raise UsageFailure(str(e)) from None
     wanted = chosen(guarantees, base)
-    sweep = fr.make_sweep(axes(rfs, power_loss, retries), _valid(base))
+    sweep = fr.make_sweep(axes(rfs, base.power_loss, base.retries), _valid(base))
     checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True, time_limit=time_limit))
     click.echo(header(sweep, base, wanted), err=True)
     started, done = time.monotonic(), []
@@ -171,8 +168,9 @@ def main(crashes: int, disk_loss: int, power_loss: int, restarts: bool, retries:
     runner = SuiteRunner(list(checks.values()), trace_folders(list(checks.values()), trace_dir),
                          jobs or min(available_cores(), MAX_WORKERS), on_done, False)
     reports = runner.run()
+    declared = [p.name for p in click.get_current_context().command.params]  # the options' order, not the user's
     advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},
-                    time.monotonic() - started, runner.interrupted)
+                    time.monotonic() - started, runner.interrupted, {k: faults[k] for k in declared if k in faults})
     if fmt == "json":
         click.echo(json.dumps(json_advice(advice), indent=2))
     else:

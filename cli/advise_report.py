@@ -58,6 +58,7 @@ class Advice:
     reports: dict[fr.Point, CheckReport | None]
     seconds: float
     interrupted: bool
+    faults: dict[str, Any]  # advise-config's fault options, by ModelConfig field, in the JSON as given
     _frontiers: dict[str, fr.Frontier] = field(default_factory=dict)
 
     def kept(self, g: Guarantee, point: fr.Point) -> bool | None:
@@ -197,8 +198,7 @@ def json_advice(a: Advice) -> dict[str, Any]:
     return {
         "report_version": REPORT_VERSION, "isrcheck_version": __version__, "model_version": MODEL_VERSION,
         "kafka_version": b.kafka_version,
-        "faults": {"crashes": b.crashes, "disk_loss": b.disk_loss, "power_loss": b.power_loss, "restarts": b.restarts,
-                   "retries": b.retries},
+        "faults": a.faults,
         "bounds": {"max_records": b.max_records, "max_leader_epoch": b.max_leader_epoch},  # log sizes: per configuration
         "swept": {ax.key: [ax.kafka(v) for v in ax.values] for ax in a.sweep.axes},
         "guarantees": [{

@@ -9,6 +9,7 @@ one with its trace's length and file. A *question* property (``Property.question
 
 from __future__ import annotations
 
+from isrcheck.model.config import FEATURES
 from isrcheck.properties import BY_NAME, verdict
 
 from .kafka_config import in_kafka_words
@@ -79,14 +80,9 @@ def searched_depth(outcome: CheckOutcome, name: str) -> int:
 
 
 def faults(config) -> str:
-    """The faults a run may suffer, in words ("up to 1 broker crash, no broker coming back")."""
-    crashes = f"up to {config.crashes} broker crash{'es' if config.crashes != 1 else ''}" if config.crashes else "no crash"
-    if config.disk_loss:
-        crashes += f" ({config.disk_loss} losing its disk)"
-    extra = [f"up to {config.power_loss} broker{'s' if config.power_loss != 1 else ''} losing power"] if config.power_loss else []
-    if not config.restarts:
-        extra.append("no broker coming back")
-    return ", ".join([crashes, *extra])
+    """The faults a run may suffer, in words ("up to 1 broker crash, no broker coming back"):
+    each fault's knob says its own (``Knob.plain``)."""
+    return ", ".join(words for words in (knob.plain(config) for knob in FEATURES) if words)
 
 
 def paragraph(outcome: CheckOutcome) -> str:

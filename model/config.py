@@ -128,6 +128,11 @@ class ModelConfig:
                 and self.max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT)
 
     @property
+    def loses_storage(self) -> bool:
+        """Whether a broker can lose what it had written: its disk wiped, or its power lost before a flush."""
+        return bool(self.disk_loss or self.power_loss)
+
+    @property
     def unbounded(self) -> bool:
         """Leader epochs and record ids without bound (``--max-leader-epoch unbounded``):
         only the Z3 engine can check it; the explicit model refuses it."""

@@ -40,7 +40,8 @@ class Knob:
     ``shared`` and ``rank``: its column in the trade-off table, the cell of a row, the
     words when every row shares it, and the column's place; ``bound``: the name it is
     reported under among the bounds every verdict holds within ('' when it is no bound);
-    ``parse``: a text option's reading of the user's words (``ValueError``: one line)."""
+    ``parse``: a text option's reading of the user's words (``ValueError``: one line);
+    ``plain``: its words among the faults a run may suffer, in plain English."""
 
     field: str
     option: str
@@ -57,6 +58,7 @@ class Knob:
     rank: int = 0
     bound: str = ""
     parse: Callable[[str], Any] | None = None  # a text option's reading (ValueError: one line for the user)
+    plain: Callable[[ModelConfig], str] = _nothing  # its words among the faults of a plain sentence ('' leaves it out)
 
 
 def _unless_core(words: Callable[[ModelConfig], str], core: str = "") -> Callable[[ModelConfig], str]:
@@ -189,6 +191,12 @@ def _crash_words(c: ModelConfig) -> str:
     return f"{c.crashes} broker crash" + ("" if c.crashes == 1 else "es")
 
 
+def _crash_plain(c: ModelConfig) -> str:
+    if not c.crashes:
+        return "no crash"
+    return f"up to {_crash_words(c)}" + (f" ({c.disk_loss} losing its disk)" if c.disk_loss else "")
+
+
 FEATURES: tuple[Knob, ...] = (
     Knob("kafka_version", "--kafka-version",
          f"Kafka release whose rules are checked, X.Y or X.Y.Z, {releases.VERSIONS[0]} to {releases.NEWEST} "
@@ -223,7 +231,8 @@ FEATURES: tuple[Knob, ...] = (
     Knob("crashes", "--crashes", "Broker crashes allowed in a run.", 0, count=True,
          check=lambda c: "" if 0 <= c.crashes <= 4 else f"--crashes {c.crashes} is out of range; allowed 0 to 4",
          words=lambda c: f"crashes {c.crashes}", slug=lambda c: f"crashes{c.crashes}",
-         column="crashes", cell=lambda c: str(c.crashes), shared=_unless_core(_crash_words), rank=4, bound="crashes"),
+         column="crashes", cell=lambda c: str(c.crashes), shared=_unless_core(_crash_words), rank=4, bound="crashes",
+         plain=_crash_plain),
     Knob("disk_loss", "--disk-loss", "How many of the crashes also wipe the broker's disk.", 0, count=True,
          check=lambda c: (f"--disk-loss {c.disk_loss} is negative; allowed 0 to --crashes" if c.disk_loss < 0 else
                           f"--disk-loss {c.disk_loss} is above --crashes {c.crashes}: a disk loss is a kind of crash"
@@ -245,7 +254,9 @@ FEATURES: tuple[Knob, ...] = (
          words=lambda c: f"power-loss {c.power_loss}, flush {c.flush}" if c.power_loss else "",
          slug=lambda c: f"powerloss{c.power_loss}{'' if c.flush == 'os' else 'flushalways'}" if c.power_loss else "",
          column="power loss", cell=lambda c: str(c.power_loss),
-         shared=lambda c: f"power-loss {c.power_loss}" if c.power_loss else "", rank=7, bound="power_loss"),
+         shared=lambda c: f"power-loss {c.power_loss}" if c.power_loss else "", rank=7, bound="power_loss",
+         plain=lambda c: f"up to {c.power_loss} broker{'s' if c.power_loss != 1 else ''} losing power" if c.power_loss
+         else ""),
     Knob("flush", "--flush",
          "When a log reaches the disk: os (flush.messages unset, Kafka's default: the OS writes the page cache back "
          "when it chooses) or always (flush.messages=1). Matters with --power-loss.", "os", choices=FLUSH,
@@ -257,7 +268,8 @@ FEATURES: tuple[Knob, ...] = (
          "the case where availability is at stake).", True,
          words=lambda c: "" if c.restarts else "no restarts", slug=lambda c: "" if c.restarts else "norestarts",
          column="restarts", cell=_unless_core(lambda c: "yes" if c.restarts else "no", "-"),
-         shared=_unless_core(lambda c: "" if c.restarts else "no restarts"), rank=9),
+         shared=_unless_core(lambda c: "" if c.restarts else "no restarts"), rank=9,
+         plain=lambda c: "" if c.restarts else "no broker coming back"),
     Knob("fairness", "--fairness",
          "What the liveness properties (rejoins-isr, hwm-progress) assume: weak (a broker or controller step that "
          "stays enabled is eventually taken) or none (any run may stop anywhere) [default: weak].", "weak",

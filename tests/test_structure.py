@@ -58,3 +58,16 @@ def test_the_reader_sees_the_package():
 def test_no_import_cycles():
     cycles = sorted(nx.simple_cycles(import_graph()), key=len)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles[:10])
+
+
+def test_disk_loss_lives_where_docs_design_says():
+    """docs/design.md's worked example of a behaviour written once: disk loss is named in its
+    four definitions (config, knob, field, family), the fused scalar loop, advise-config's
+    option and the testing API's strategy of configurations, and nowhere else. Another file
+    means the behaviour is being written twice."""
+    import re
+
+    named = sorted(str(path.relative_to(ROOT)) for path in _modules().values()
+                   if re.search(r"disk[ _-]?loss|diskloss", path.read_text(), re.IGNORECASE))
+    assert named == ["cli/advise_config.py", "model/brokers.py", "model/config.py", "model/fields.py",
+                     "model/fused.py", "model/knobs.py", "src/isrcheck/testing.py"]
