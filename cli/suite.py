@@ -40,6 +40,7 @@ from isrcheck.cli.runner import CheckRun, config_slug
 from isrcheck.files import MAX_DEPTH, FileProblem, read_bounded
 from isrcheck.properties import BY_NAME, NAMES, UnknownProperty, select
 
+from .suite_expect import Expected, SuiteError, read_expected
 from .tomllines import TomlProblem, key_lines, line_of, parse_toml
 
 SUITE_KEYS = ("name", "description", "defaults", "check")
@@ -60,26 +61,6 @@ COMMAND_LINE_ONLY = {
     "version": "check-suite --version says the version",
     "color": "use check-suite --color or --no-color",
 }
-ALWAYS_WORDS = "holds, violated, violated-within N"
-SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
-_VERDICT = re.compile(r"(holds|violated|witnessed|never)(?:-within\s+([0-9]+))?")
-MAX_WITHIN = 1_000_000  # states: far beyond any trace a bounded search returns
-
-
-class SuiteError(UsageFailure):
-    """A malformed suite: one line, ``FILE:LINE: what is wrong; what is allowed``."""
-
-
-@dataclass(frozen=True)
-class Expected:
-    """An expected verdict: ``status`` is the engine's word (holds|violated), ``within`` a bound in states."""
-
-    text: str
-    status: str
-    within: int | None
-    line: int
-
-
 @dataclass(frozen=True)
 class SuiteCheck:
     name: str
@@ -321,7 +302,7 @@ class _Loader:
             props_value = table.get("properties", default_props)
             props_where = where + ("properties",) if "properties" in table else ("defaults", "properties")
             run = replace(run, properties=self.properties(run, props_value, props_where, merged, place + suffix))
-            expected = {p: self.expected(p, text, line) for p, (text, line) in merged.items()}
+            expected = {p: read_expected(p, text, self.path, line) for p, (text, line) in merged.items()}
             checks.append(SuiteCheck(label, run, expected, line_of(self.lines, where),
                                      tuple(chosen.items()), description))
         for j, hit in enumerate(matched):
@@ -412,21 +393,3 @@ class _Loader:
             words = str(e).replace("--", "")
             raise SuiteError(f"{self.path}:{line}: {label}: {words}") from None
         return tuple(dict.fromkeys(names))
-
-    def expected(self, prop: str, text: str, line: int) -> Expected:
-        kind = BY_NAME[prop].expectation
-        m = _VERDICT.fullmatch(text.strip())
-        word, within = (m.group(1), m.group(2)) if m else ("", None)
-        allowed = ALWAYS_WORDS if kind == "always" else SOMETIMES_WORDS
-        ok = bool(m) and (
-            (kind == "always" and word in ("holds", "violated") and not (within and word == "holds"))
-            or (kind == "sometimes" and (within is None or word == "witnessed"))
-        )
-        if not ok:
-            raise SuiteError(f"{self.path}:{line}: expect {prop} = {text!r}: {prop} is {'an' if kind == 'always' else 'a'} {kind} property; "
-                             f"allowed: {allowed}")
-        if within is not None and (len(within) > 7 or not 1 <= int(within) <= MAX_WITHIN):
-            raise SuiteError(f"{self.path}:{line}: expect {prop} = {text!r}: N in {word}-within N counts states, "
-                             f"from 1 to {MAX_WITHIN:,}; allowed: {allowed}")
-        status = {"witnessed": "holds", "never": "violated"}.get(word, word)
-        return Expected(text.strip(), status, int(within) if within else None, line)
