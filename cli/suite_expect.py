@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isrcheck.cli.common import UsageFailure
-from isrcheck.properties import BY_NAME
+from isrcheck.properties import BY_NAME, verdict
 
 ALWAYS_WORDS = "holds, violated, violated-within N"
 SOMETIMES_WORDS = "witnessed (or holds), witnessed-within N, never (or violated)"
@@ -32,17 +32,17 @@ class Expected:
 def read_expected(prop: str, text: str, path: Any, line: int) -> Expected:
     """The verdict that ``text`` (at line ``line`` of the suite ``path``) expects of ``prop``;
     a SuiteError saying what is allowed for that kind of property where it is no such verdict."""
-    kind = BY_NAME[prop].expectation
+    always = verdict.always(BY_NAME[prop])
     m = _VERDICT.fullmatch(text.strip())
     word, within = (m.group(1), m.group(2)) if m else ("", None)
-    allowed = ALWAYS_WORDS if kind == "always" else SOMETIMES_WORDS
+    allowed = ALWAYS_WORDS if always else SOMETIMES_WORDS
     ok = bool(m) and (
-        (kind == "always" and word in ("holds", "violated") and not (within and word == "holds"))
-        or (kind == "sometimes" and (within is None or word == "witnessed"))
+        (always and word in ("holds", "violated") and not (within and word == "holds"))
+        or (not always and (within is None or word == "witnessed"))
     )
     if not ok:
-        raise SuiteError(f"{path}:{line}: expect {prop} = {text!r}: {prop} is {'an' if kind == 'always' else 'a'} {kind} property; "
-                         f"allowed: {allowed}")
+        kind = "an always" if always else "a sometimes"
+        raise SuiteError(f"{path}:{line}: expect {prop} = {text!r}: {prop} is {kind} property; allowed: {allowed}")
     if within is not None and (len(within) > 7 or not 1 <= int(within) <= MAX_WITHIN):
         raise SuiteError(f"{path}:{line}: expect {prop} = {text!r}: N in {word}-within N counts states, "
                          f"from 1 to {MAX_WITHIN:,}; allowed: {allowed}")
