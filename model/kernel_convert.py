@@ -30,7 +30,7 @@ class ScalarBridge:
         self.bits_of_rq: dict[int, int] = {}
 
     def components(self, state: int) -> dict[str, int]:
-        L, T = self.L, self.T
+        L = self.L
         out: dict[str, int] = {}
         for r in range(L.rf):
             local = L.local(state, r)
@@ -86,7 +86,7 @@ class ScalarBridge:
 
     def scalar(self, values: dict[str, int]) -> int:
         """The scalar packed state of component values (the inverse of ``components``)."""
-        L, T = self.L, self.T
+        L = self.L
         state = 0
         for r, sh in enumerate(L.local_shift):
             slot = values[f"slot{r}"]
