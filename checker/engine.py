@@ -163,14 +163,11 @@ def pad_heap_top() -> None:
     """Have glibc keep 64 MiB free at the top of its heap instead of handing it back to the
     system the moment a batch frees it. By default the vector search's batches, larger level
     after level while the levels grow, gave pages back and faulted fresh ones in for the
-    next: kip320-rf3's search took 0.40 to 0.45 s in a fresh process, 0.35 to 0.37 with the
-    pad; the resident set moves by a byte or two a state either way (bench/README.md, "The
-    heap's top kept"). A process-wide setting (it also fixes at 128 KiB the size from which
-    glibc maps an allocation on its own); a no-op where the C library is not glibc."""
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(M_TOP_PAD, HEAP_PAD)
-    except (OSError, AttributeError):
-        pass
+    next: kip320-rf3's search in a fresh process took 0.40 to 0.53 s (median 0.43, eight
+    runs), 0.35 to 0.41 (median 0.365) with the pad; the resident set moves by a byte or two
+    a state either way (bench/README.md, "The heap's top kept"). A process-wide setting (it also fixes at 128 KiB the size from which
+    glibc maps an allocation on its own)."""
+    _mallopt(M_TOP_PAD, HEAP_PAD)
 
 
 def one_malloc_arena() -> None:
@@ -179,9 +176,14 @@ def one_malloc_arena() -> None:
     the main thread, and with an arena each that memory stays resident beside the merge's
     (kip320-rf3-e3 on two threads: 28 to 29 bytes a state against 22 to 24; no change in speed
     measured).
-    A process-wide setting; a no-op where the C library is not glibc."""
+    A process-wide setting."""
+    _mallopt(M_ARENA_MAX, 1)
+
+
+def _mallopt(param: int, value: int) -> None:
+    """Set one of glibc's allocator parameters; a no-op where the C library is not glibc."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 1)
+        ctypes.CDLL("libc.so.6").mallopt(param, value)
     except (OSError, AttributeError):
         pass
 

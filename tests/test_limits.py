@@ -326,7 +326,8 @@ def test_a_limit_the_process_already_fills_is_refused_saying_so():
 
 HEAP_TOP = r"""
 import ctypes, json
-from isrcheck.checker.engine import pad_heap_top
+from isrcheck.checker import BfsEngine, CheckOptions
+from isrcheck.model import ModelConfig, ReplicationModel
 
 class Info(ctypes.Structure):  # glibc's struct mallinfo2
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
@@ -341,15 +342,16 @@ def top_after_a_batch():
     return libc.mallinfo2().keepcost  # the free space at the heap's top
 
 before = top_after_a_batch()
-pad_heap_top()
+model = ReplicationModel(ModelConfig(core=True, protocol="kip-320", rf=2))
+BfsEngine(kernel="vector", workers=1).check(model, [], CheckOptions(explore_all=True))
 print(json.dumps({"before": before, "after": top_after_a_batch()}))
 """
 
 
 def test_the_vector_search_keeps_the_top_of_glibcs_heap_between_batches():
     """glibc hands the top of its heap back as soon as a batch frees it, and the next, larger
-    batch faults fresh pages in (kip320-rf3 in a fresh process: 0.40 to 0.45 s against 0.35 to
-    0.37); with the pad the freed top stays for the next batch."""
+    batch faults fresh pages in (kip320-rf3 in a fresh process: median 0.43 s against 0.365
+    with the pad, eight runs each); once a vector search has run, the freed top stays."""
     out = subprocess.run([sys.executable, "-c", HEAP_TOP], capture_output=True, text=True, timeout=60)
     if "mallinfo2" in out.stderr:
         pytest.skip("not glibc 2.33 or later")
