@@ -232,13 +232,13 @@ class VectorSearch(MemoryFit):
         """Store a level built in memory; per pending property, the row of its first deciding state."""
         self.last_bytes_per_state = held_bytes(new) / max(1, len(new.fp))
         by_prio = radix_argsort(new.prio)
-        prio = new.prio[by_prio]
+        prio = new.prio.take(by_prio)
         n = len(by_prio)
         self.frontier, self.frontier_rows = new.keys, None  # the last level's rows let go first
         self.frontier_rows = np.empty(n, dtype=np.uint32)  # rows as the level log's parents: 32 bits
         self.frontier_rows[by_prio] = np.arange(n, dtype=np.uint32)
         if self.keep_levels or not self.keys:
-            self.keys.append(new.keys[:, by_prio])
+            self.keys.append(new.keys.take(by_prio, axis=1))
         del by_prio
         self.levels.append((prio // len(self.rank)).astype(np.uint32), self.by_rank[prio % len(self.rank)])
         if new.orbits is not None:

@@ -79,8 +79,8 @@ class ShardSearch(VectorSearch):
         shares = [np.flatnonzero(owner == w) for w in range(self.W)]
         del owner
         for w, rows in enumerate(shares):  # unvisited's list: keys gathered (None when exact), no index
-            picked = [fp[rows], prio[rows], None if orbits is None else orbits[rows],
-                      None if keys is None else keys[:, index[rows]], None]
+            picked = [fp.take(rows), prio.take(rows), None if orbits is None else orbits.take(rows),
+                      None if keys is None else keys.take(index.take(rows), axis=1), None]
             if w == self.me:
                 mine = picked
             elif len(rows):
