@@ -110,7 +110,7 @@ class VectorSearch(MemoryFit):
         # the state graph, else on disk (read only to rebuild a trace, or to save the level): in
         # a temporary folder, or in the checkpoint's level files once saved (in memory till then)
         self.levels = LevelLog(on_disk=not keep_levels and saving is None)
-        self.visited_set = VisitedSet()  # sorted fingerprints of every stored state
+        self.visited_set = VisitedSet(hashed=not kernel.exact)  # sorted fingerprints of every stored state
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         # their rows in the last level's storage order (None out of core: the queue is in that order)
         self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)
@@ -132,7 +132,8 @@ class VectorSearch(MemoryFit):
         discovery (the smallest priority) and its property verdicts. The list is handed over
         (emptied): each array goes once this no longer needs it, not when the caller returns
         (two threads' chunks held some 17 MB each of successors no longer read, measured)."""
-        return unvisited(self.kernel, self.visited_set, self.pending, distinct(self.kernel, self.symmetry, successors))
+        found = distinct(self.kernel, self.symmetry, successors, self.visited_set.compiled)
+        return unvisited(self.kernel, self.visited_set, self.pending, found)
 
     def _expand_chunk(self, start: int) -> tuple[int, New]:
         if isinstance(self.frontier, ChunkedFrontier):

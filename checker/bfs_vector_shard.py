@@ -72,7 +72,7 @@ class ShardSearch(VectorSearch):
     def _new_states(self, successors: list[np.ndarray]) -> New:
         """Of a chunk's distinct successors, this worker's (filtered as one process does);
         every other worker's held for the exchange."""
-        found = distinct(self.kernel, self.symmetry, successors)
+        found = distinct(self.kernel, self.symmetry, successors, self.visited_set.compiled)
         fp, prio, orbits, keys, index = found
         found.clear()
         owner = owners(fp, self.W, self.kernel.exact)
