@@ -35,7 +35,8 @@ CONFIGS = {
 # The child honours check-model's --kernel, BENCH_WORKERS (threads of the vector kernel, or
 # processes with --processes; processes of the scalar one) and BENCH_DERIVED (the scalar kernel runs the successor
 # function derived from the action definitions instead of the hand-fused one of fused.py);
-# "tables" is the time to build the model's tables (and the vector kernel's), before the search;
+# "tables" is the time to build the model's tables (and the vector kernel's), and on two-word keys to load the
+# compiled loops (checker/vector_loops.py: Numba, some 125 MiB resident), before the search and the memory baseline;
 # --checkpoint DIR is honoured too (the search then saves itself there, as check-model's does),
 # and so are --property (default: every state property that applies) and --max-memory.
 CHILD = r"""
@@ -70,6 +71,12 @@ if p["kernel"] == "vector":
         kernel.predicate(prop)
     if p["symmetry"]:
         kernel.supports_symmetry()
+    if not kernel.exact:  # the compiled loops of a search on hashed keys: imports, as numpy's above
+        try:
+            from isrcheck.checker.vector_loops import load
+            load()
+        except ImportError:  # older builds: none
+            pass
 tables = time.perf_counter() - t
 baseline = current_rss()
 t, cpu = time.perf_counter(), time.process_time()

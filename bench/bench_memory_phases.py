@@ -57,6 +57,9 @@ def main(argv: list[str]) -> None:
         kernel.predicate(prop)
     if p["symmetry"]:
         kernel.supports_symmetry()
+    if not kernel.exact:  # the compiled loops, a fixed cost as the tables are (bench_bfs.py)
+        from isrcheck.checker.vector_loops import load
+        load()
     baseline, phase, samples, levels = current_rss(), ["outside a level"], [], {}
     for name in PHASES:
         tagged(phase, name)

@@ -23,6 +23,16 @@ from numba import njit
 BUCKET_SHIFT = 2  # about 2^2 fingerprints a bucket: the fastest of 1 to 16, measured
 
 
+def load() -> None:
+    """Load both loops (compiling them on a machine that has not yet): what the search's first
+    big chunk pays otherwise. bench/ calls it before reading its memory baseline, as it builds
+    the tables: Numba's 125 MiB are a fixed cost, like theirs, not bytes of any state."""
+    one = np.zeros(1, dtype=np.uint64)
+    gallop(one, one)
+    for prio_type in (np.uint32, np.int64):  # the priorities' two widths (``VectorSearch._priorities``)
+        sorted_firsts(one, one.astype(prio_type))
+
+
 def sorted_firsts(fp: np.ndarray, prio: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``first_in_groups(fp, radix_argsort(fp), prio)`` for uniform fingerprints: the index of
     each distinct value's first occurrence, its least priority, and the values, sorted."""

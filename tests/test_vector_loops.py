@@ -65,3 +65,12 @@ def test_a_search_on_the_compiled_loops_from_its_first_level_finds_the_same(monk
     assert stats(compiled) == stats(plain)
     assert [(p.name, p.status, p.trace_length) for p in compiled.properties] == [
         (p.name, p.status, p.trace_length) for p in plain.properties]
+
+
+def test_load_compiles_every_signature_the_search_calls():
+    """bench/ loads the loops before its memory baseline: for both priority widths."""
+    from isrcheck.checker.vector_loops import _sorted_firsts, load
+
+    load()
+    widths = {str(sig[1].dtype) for sig in _sorted_firsts.signatures}
+    assert {"uint32", "int64"} <= widths
