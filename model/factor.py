@@ -13,6 +13,7 @@ Expressions over too many combinations keep their shape, their arguments factore
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -127,7 +128,7 @@ class Factorer:
         chosen = {c: _fields(by_comp[c]) for c in comps}
         sizes = {c: len(self._feature(c, chosen[c])[1]) for c in comps}
         exact: dict[str, int] = {}  # the leaves' own feature sizes, coded only when needed
-        while int(np.prod(list(sizes.values()), dtype=np.int64)) > self.limit:
+        while math.prod(sizes.values()) > self.limit:  # Python ints: an int64 product wraps (seven components at rf 5)
             exact = exact or {c: len(self._feature(c, by_comp[c])[1]) for c in comps}
             wider = [c for c in comps if chosen[c] is not by_comp[c] and sizes[c] > exact[c]]
             if not wider:

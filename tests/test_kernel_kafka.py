@@ -241,3 +241,26 @@ def test_orbits_counted_while_canonicalising_are_the_scalar_orbit_sizes():
     canon, orbits = kernel.canonical_and_orbits(keys)
     assert orbits.tolist() == [sym.orbit_size(s) for s in states] == kernel.orbit_sizes(canon).tolist()
     assert len(set(orbits.tolist())) > 2
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_three_word_keys_search_as_the_scalar_kernel_does(symmetry):
+    """rf 5 with two records takes three words (no field split between words): the vector
+    kernel runs it, with the scalar kernel's counts, verdicts and trace lengths, and its
+    counterexample (an acknowledged write lost to an unclean election) replays. Its properties
+    read seven components at once, whose product of feature counts passes 2^64: tabulated, it
+    took every gigabyte there was (the size's int64 product wrapped; ``factor.py``)."""
+    config = ModelConfig(rf=5, min_isr=1, acks="1", unclean_election=True, max_records=2)
+    model = ReplicationModel(config)
+    assert kernel_for(model).words == 3
+    options = CheckOptions(symmetry=symmetry, max_depth=7 if symmetry else 6, explore_all=True)
+    vector, scalar = (BfsEngine(kernel=k).check(model, select(config), options) for k in ("vector", "scalar"))
+    assert vector.kernel == "vector" and scalar.kernel == "scalar"
+    stats = lambda r: (r.stats.states, r.stats.generated, r.stats.depth, r.stats.full_states)
+    assert stats(vector) == stats(scalar) and vector.stats.states > 1_000
+    assert [(p.name, p.status, p.trace_length) for p in vector.properties] == [
+        (p.name, p.status, p.trace_length) for p in scalar.properties]
+    assert any(p.path is not None for p in vector.properties)
+    for p in vector.properties:
+        if p.path is not None:
+            replay(trace_from_path(model, p.path.states, p.path.actions))
