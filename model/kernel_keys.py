@@ -5,14 +5,14 @@ component per shared field). A codec turns arrays of those into keys, reads them
 and applies an action's changes to a batch of keys:
 
 * ``BitFields``: each component a bit field of its own, never split across words; one
-  word when they fit, else two. Reading is a shift and a mask.
+  word when they fit, else as many as they need, up to MAX_WORDS. Reading is a shift and a mask.
 * ``MixedRadix``: the whole state one number in a mixed radix. Denser: the Kafka main
   job needs more than 64 bits as bit fields and fits one word this way, so its visited
   set stays exact. Every change is an addition of ``(new - old) * unit``, as in the
   scalar model's packed int; uint64 arithmetic wraps, and the sum lands in range.
 
 ``KernelTables`` uses bit fields where they fit one word, else a mixed radix where it
-fits, else bit fields in two words; both are exact inverses of ``encode`` (the tests
+fits, else bit fields in two words or more; both are exact inverses of ``encode`` (the tests
 convert every reachable state both ways).
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 U64 = np.uint64
-MAX_WORDS = 2
+MAX_WORDS = 4  # nothing here or in the search is specific to two words; wider keys: the scalar kernel
 
 
 class KernelUnsupported(ValueError):
@@ -69,7 +69,8 @@ class BitFields:
             shift += bits
         if word >= MAX_WORDS:
             total = sum(b for _, b in widths)
-            raise KernelUnsupported(f"a state needs {total} bits, more than the vector kernel's {64 * MAX_WORDS}")
+            raise KernelUnsupported(f"a state needs {word + 1} words of 64 bits ({total} bits, no field split "
+                                    f"between words), more than the vector kernel's {MAX_WORDS}")
         return fields
 
     def get(self, keys: np.ndarray, name: str, cache: dict) -> np.ndarray:

@@ -397,3 +397,13 @@ def test_a_pickled_kernel_ships_its_configuration_and_rebuilds_the_same_tables()
     states = sorted(set().union(*scalar_levels(model, max_levels=6)))
     ours, theirs = kernel.expand(kernel.keys_of_scalars(states)), clone.expand(clone.keys_of_scalars(states))
     assert all((a == b).all() for a, b in zip(ours, theirs))
+
+
+def test_keys_past_four_words_go_to_the_scalar_kernel_saying_how_many_words_they_need():
+    """No field is split between words: five fields of 60 bits need five words, not the 300 bits'
+    worth of four and a half."""
+    from isrcheck.model.kernel_keys import BitFields
+
+    assert BitFields({f"c{i}": 1 << 60 for i in range(4)}).words == 4
+    with pytest.raises(KernelUnsupported, match=r"needs 5 words of 64 bits \(300 bits, no field split"):
+        BitFields({f"c{i}": 1 << 60 for i in range(5)})
