@@ -54,7 +54,10 @@ TARGETS = {
     "main-job-4.1-200M": ["--rf", "3", "--min-isr", "2", "--kafka-version", "4.1", "--max-memory", "200M"],
     # issue 22's rf 4 and 5 on the default release, with the bounds that let them finish
     "rf4-min-isr2": ["--rf", "4", "--min-isr", "2", "--max-records", "1"],
+    "rf4-min-isr3": ["--rf", "4", "--min-isr", "3", "--max-records", "1"],
     "rf5-min-isr3": ["--rf", "5", "--min-isr", "3", "--max-records", "1", "--max-leader-epoch", "1"],
+    # three-word keys (40 million states, about a minute on two processes; the scalar kernel before)
+    "rf5-min-isr3-r2": ["--rf", "5", "--min-isr", "3", "--max-records", "2", "--max-leader-epoch", "1"],
     # end to end (issue 18): the main job with an idempotent producer that retries once; with a
     # consumer committing after processing that crashes once too (one record); the rf 2 delivery
     # space without idempotence (the scalar kernel runs the producer's definitions, model/fused.py)
