@@ -61,7 +61,7 @@ class VectorKernel:
         self.model = model
         self.T = T = KernelTables(model)
         self.words = T.words
-        self.exact = T.words == 1  # one word: the key is the state; two: engines use fingerprints
+        self.exact = T.words == 1  # one word: the key is the state; more: engines use fingerprints
         cat = model.catalogue
         self.n_actions = len(cat)
         self.action_dtype = np.uint8 if len(cat) < 256 else np.uint16

@@ -30,6 +30,7 @@ import numpy as np
 
 from .kernel_keys import KernelDomainError, KernelUnsupported
 from .kernel_tables import MAX_TABLE_BYTES
+from .kernel_ties import keys_equal, keys_less, relabel_views, tie_groups, tie_patterns
 from .ops import NONE
 from .schema import Broker, Brokers, RequestsKind, relabel_mask
 
@@ -84,7 +85,7 @@ class KernelSymmetry:
             values = dict(T.field)
             for f in T.replica_fields:
                 if f.kind.brokers:
-                    values[f.name] = _relabel_views(f.kind, T.field[f.name], p, T.n_isr)
+                    values[f.name] = relabel_views(f.kind, T.field[f.name], p, T.n_isr)
             out[k] = T.slot_of(T.combined(values))
         if (out < 0).any():
             raise KernelDomainError("relabelling brokers leaves the table of a replica's combinations")
@@ -285,7 +286,7 @@ class KernelSymmetry:
 
     def _tied(self, keys: np.ndarray, comps: dict[str, np.ndarray], k: np.ndarray, pattern: np.ndarray):
         """(rows, their images under each other relabelling that keeps them sorted), by tie pattern."""
-        for pat in _tie_patterns(pattern):
+        for pat in tie_patterns(pattern):
             rows = np.flatnonzero(pattern == pat)
             sub_keys = keys.take(rows, axis=1)
             sub = {name: v.take(rows) for name, v in comps.items()}
@@ -303,8 +304,8 @@ class KernelSymmetry:
         candidates are ``best`` again, each made |group|! times: a group of g replicas then
         costs g - 1 images instead of g! - 1 (a pair costs its one image either way)."""
         groups = {}  # pattern -> (its rows, its groups of three or more)
-        for pat in _tie_patterns(pattern):
-            big = [(bits, size) for bits, size in _groups(pat) if size > 2]
+        for pat in tie_patterns(pattern):
+            big = [(bits, size) for bits, size in tie_groups(pat) if size > 2]
             if big:
                 groups[pat] = (np.flatnonzero(pattern == pat), big)
         if not groups:
@@ -319,7 +320,7 @@ class KernelSymmetry:
             if len(rows):
                 sub = best.take(rows, axis=1)
                 image = self._image(sub, self._components(sub), np.full(len(rows), swap, dtype=np.int64))
-                fixes[rows[_equal(image, sub)]] |= 1 << j
+                fixes[rows[keys_equal(image, sub)]] |= 1 << j
         factor = np.ones(n, dtype=np.int64)
         pattern = pattern.copy()
         for rows, big in groups.values():
@@ -355,8 +356,8 @@ class KernelSymmetry:
             pattern, factor = self._fixed_groups(best, pattern)
         for rows, img in self._tied(keys, comps, k, pattern):
             cur = best.take(rows, axis=1)
-            smaller = _less(img, cur)
-            same = _equal(img, cur)
+            smaller = keys_less(img, cur)
+            same = keys_equal(img, cur)
             least = np.where(smaller, img, cur)
             for w in range(len(best)):  # row by row: NumPy's 2-D fancy assignment is twice as slow
                 best[w, rows] = least[w]
@@ -381,50 +382,3 @@ class KernelSymmetry:
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         return self.canonical_and_orbits(keys)[1]
-
-
-def _tie_patterns(pattern: np.ndarray) -> list[int]:
-    """The tie patterns present, 0 (no tie) left out. They are below 2^(rf - 1): a count of each
-    is cheaper than ``np.unique``'s sort, whose first call also imports ``numpy.ma`` (9 ms,
-    a twentieth of a sub-second search, measured)."""
-    return (np.flatnonzero(np.bincount(pattern)[1:]) + 1).tolist()
-
-
-def _groups(pattern: int) -> list[tuple[int, int]]:
-    """A tie pattern's groups (runs of set bits: bit j ties sorted positions j and j + 1), each
-    as (its bits, how many positions it ties)."""
-    out, j = [], 0
-    while pattern >> j:
-        if not (pattern >> j) & 1:
-            j += 1
-            continue
-        start = j
-        while (pattern >> j) & 1:
-            j += 1
-        out.append((((1 << j) - 1) ^ ((1 << start) - 1), j - start + 1))
-    return out
-
-
-def _less(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Column-wise a < b for keys (words, n), the last word most significant."""
-    hi = a.shape[0] - 1
-    smaller, tie = a[hi] < b[hi], a[hi] == b[hi]
-    for w in range(hi - 1, -1, -1):
-        smaller |= tie & (a[w] < b[w])
-        tie &= a[w] == b[w]
-    return smaller
-
-
-def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Column-wise a == b for keys (words, n)."""
-    same = a[0] == b[0]
-    for w in range(1, a.shape[0]):
-        same &= a[w] == b[w]
-    return same
-
-
-def _relabel_views(kind: Any, values: np.ndarray, p: tuple[int, ...], n_isr: int) -> np.ndarray:
-    if isinstance(kind, Brokers):
-        return np.array([relabel_mask(m, p) for m in range(n_isr)], dtype=np.int64)[values]
-    assert isinstance(kind, Broker), "the kinds that name brokers: one broker (or none), a set"
-    return np.array([NONE] + list(p), dtype=np.int64)[values + 1]

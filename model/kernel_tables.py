@@ -92,7 +92,7 @@ class KernelTables:
 
     def _codec(self) -> BitFields | MixedRadix:
         """Bit fields where they fit one word (fastest to read), else one mixed-radix word,
-        else bit fields in two words."""
+        else bit fields in as many words as they need (up to four)."""
         fields = BitFields(self.bound)
         if fields.words == 1:
             return fields
