@@ -160,6 +160,7 @@ class VectorSearch(MemoryFit):
         """The next level's new states by chunk: in memory, or as sorted runs on disk when the
         search is out of core; None when a limit or a stop request ended the level."""
         self._fit_chunk(limits.memory_room())
+        self.visited_set.use_compiled(self.frontier.shape[1])
         runs = None if self.spill_dir is None else self._level_runs(limits)
         if isinstance(self.frontier, np.ndarray):  # in memory: each chunk's columns go once expanded
             self.frontier = ChunkedFrontier(self.frontier, self.frontier_rows, self.chunk)

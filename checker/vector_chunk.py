@@ -19,7 +19,7 @@ def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled
     ``keys[:, index]`` (both None when exact: the fingerprint is the key). Lists, handed
     over and emptied, so that each array goes once no longer needed, not when the caller
     returns (a chunk's successors are megabytes). ``compiled``: sorted by the compiled loop
-    (``VisitedSet.compiled``)."""
+    (``VisitedSet.use_compiled``)."""
     keys, prio = successors
     successors.clear()
     orbits = None

@@ -58,6 +58,7 @@ def test_a_search_on_the_compiled_loops_from_its_first_level_finds_the_same(monk
     calls = []
     real = store.VisitedSet.locate
     monkeypatch.setattr(store, "SAMPLED_FROM", 1)
+    monkeypatch.setattr(store, "COMPILED_LEVEL", 0)
     monkeypatch.setattr(store.VisitedSet, "locate", lambda self, fp: calls.append(self.compiled) or real(self, fp))
     compiled = engine.check(model, props, CheckOptions(symmetry=True, explore_all=True))
     assert processes or any(calls)  # forked workers' calls are not seen here
@@ -74,3 +75,18 @@ def test_load_compiles_every_signature_the_search_calls():
     load()
     widths = {str(sig[1].dtype) for sig in _sorted_firsts.signatures}
     assert {"uint32", "int64"} <= widths
+
+
+def test_the_compiled_loops_are_loaded_for_big_levels_of_a_big_set_of_hashed_fingerprints(monkeypatch):
+    """Numba's import is paid only where the search is big and has big levels left; once paid,
+    the loops stay (a one-word set never switches)."""
+    monkeypatch.setattr(store, "SAMPLED_FROM", 100)
+    small, big = np.arange(50, dtype=np.uint64), np.arange(200, dtype=np.uint64)
+    for hashed, values, level, expected in [(True, small, 1 << 20, False), (True, big, 1000, False),
+                                            (True, big, store.COMPILED_LEVEL, True), (False, big, 1 << 20, False)]:
+        visited = store.VisitedSet(hashed=hashed)
+        visited.add(values, np.zeros(len(values), dtype=np.int64))
+        visited.use_compiled(level)
+        assert visited.compiled is expected, (hashed, len(values), level)
+        visited.use_compiled(0)
+        assert visited.compiled is expected  # for good
