@@ -13,13 +13,13 @@ import numpy as np
 from .vector_arrays import NO_PRIO, New, first_in_groups, radix_argsort
 
 
-def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled: bool = False) -> list:
+def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled: bool) -> list:
     """[fingerprints sorted, priorities, orbit sizes, keys, index] of ``[keys, priorities]``
     (that list is emptied): each distinct state once with its least priority; its key is
     ``keys[:, index]`` (both None when exact: the fingerprint is the key). Lists, handed
     over and emptied, so that each array goes once no longer needed, not when the caller
     returns (a chunk's successors are megabytes). ``compiled``: sorted by the compiled loop
-    (``VisitedSet.use_compiled``)."""
+    (``VisitedSet.use_compiled``: only ever on hashed fingerprints)."""
     keys, prio = successors
     successors.clear()
     orbits = None
@@ -31,7 +31,7 @@ def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled
     # them, 2 to 4 times faster than NumPy's quicksort (the main job's successors, kip-320's);
     # hashed fingerprints have no runs, and there a radix sort is twice the quicksort's speed
     # (rf 3 to 5, two-word keys), measured per chunk
-    if compiled and not kernel.exact:
+    if compiled:
         from .vector_loops import sorted_firsts  # Numba, imported where it pays
 
         index, prio, fp = sorted_firsts(fp, prio)

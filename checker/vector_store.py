@@ -79,7 +79,7 @@ class VisitedSet:
         of hashed fingerprints passes 16 MB and a level has COMPILED_LEVEL states. A search that
         big repays Numba's import (0.3 s, and 100 to 125 MiB resident for the rest of the run,
         measured); one that ends soon after passing 2 M states, its levels small, would not
-        (rf 5 min-isr 3 at epoch 1 on two threads peaked at 313 MiB against 200). One-word
+        (rf 5 min-isr 3 at epoch 1 on two threads peaked at 313 MiB, against 212 to 214 without). One-word
         keys (rf 3's searches, 2 to 43 million states) stay on NumPy: there those 125 MiB
         would be 3 to 60 bytes a state."""
         self.compiled = self.compiled or (self.hashed and self._sample is not None and level >= COMPILED_LEVEL)

@@ -30,7 +30,7 @@ import numpy as np
 
 from .kernel_keys import KernelDomainError, KernelUnsupported
 from .kernel_tables import MAX_TABLE_BYTES
-from .kernel_ties import keys_equal, keys_less, relabel_views, tie_groups, tie_patterns
+from .kernel_ties import keys_equal, keys_less, put_columns, relabel_views, tie_groups, tie_patterns
 from .ops import NONE
 from .schema import Broker, Brokers, RequestsKind, relabel_mask
 
@@ -358,9 +358,7 @@ class KernelSymmetry:
             cur = best.take(rows, axis=1)
             smaller = keys_less(img, cur)
             same = keys_equal(img, cur)
-            least = np.where(smaller, img, cur)
-            for w in range(len(best)):  # row by row: NumPy's 2-D fancy assignment is twice as slow
-                best[w, rows] = least[w]
+            put_columns(best, rows, np.where(smaller, img, cur))
             makers[rows] = np.where(smaller, 1, makers.take(rows) + same)
         return best, self.full_group // (makers * factor)
 
@@ -374,10 +372,9 @@ class KernelSymmetry:
             return self._image(keys, comps, k, labels)
         best = keys.copy()
         if len(moving):
-            img = self._image(keys.take(moving, axis=1), {name: v.take(moving) for name, v in comps.items()},
-                              k.take(moving), [label.take(moving) for label in labels])
-            for w in range(len(best)):
-                best[w, moving] = img[w]
+            sub = {name: v.take(moving) for name, v in comps.items()}
+            img = self._image(keys.take(moving, axis=1), sub, k.take(moving), [label.take(moving) for label in labels])
+            put_columns(best, moving, img)
         return best
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
