@@ -42,6 +42,7 @@ pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; execu
 from __future__ import annotations
 
 import shutil
+import tempfile
 import time
 import uuid
 from functools import partial
@@ -110,7 +111,7 @@ class SparkEngine:
         partitions = self.partitions or (resume.partitions if resume else max(1, sc.defaultParallelism))
         search = _SparkSearch(sc, model, properties, options, observer or Observer(), partitions, kernel)
         search.resume, search.saver = resume, checkpoint
-        temp_dir = search.setup_checkpoints(self.checkpoint_dir, self.master)
+        temp_dirs = [search.setup_checkpoints(self.checkpoint_dir, self.master), search.setup_visited(self.master)]
         try:
             result = search.run()
             result.kernel = "vector" if kernel is not None else "scalar"
@@ -118,8 +119,9 @@ class SparkEngine:
             return result
         finally:
             search.release()
-            if temp_dir is not None:
-                shutil.rmtree(temp_dir, ignore_errors=True)
+            for temp_dir in temp_dirs:
+                if temp_dir is not None:
+                    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 class _SparkSearch:
@@ -143,6 +145,7 @@ class _SparkSearch:
         self.saver: saving.SparkCheckpointWriter | None = None
         self.written: list = []  # the files of the level just computed, when saving
         self.anchor: RDD | None = None  # the parent of levels read from saved files (spark_checkpoint.anchor)
+        self.visited = ""  # the folder of the visited set's files (``spark_visited``), or "": read in the union
 
     # -- setup and teardown -------------------------------------------------------
     def setup_checkpoints(self, directory: str | None, master: str) -> str | None:
@@ -157,6 +160,15 @@ class _SparkSearch:
             return None
         self.durability, temp = ctx.level_durability(self.sc, directory, master)
         return temp
+
+    def setup_visited(self, master: str) -> str | None:
+        """Where the vector kernel's anti-joins keep the visited set: files in a temporary folder
+        (returned, to remove) where every executor runs on this machine; else "" (the union of
+        the cached levels). A resumed search's levels have no files: it reads the union too."""
+        if self.kernel is None or self.resume is not None or not ctx.runs_on_this_machine(master):
+            return None
+        self.visited = tempfile.mkdtemp(prefix="isrcheck-spark-visited-")
+        return self.visited
 
     def release(self) -> None:
         for level in self.levels:
@@ -279,13 +291,13 @@ class _SparkSearch:
 
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
         return tasks.Job(self.model.protocol.name, self.model.config, self.canonical is not None, self.partitions, pending,
-                         self.kernel is not None)
+                         self.kernel is not None, self.visited, len(self.levels) + 1)
 
     def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> bool:
         """Compute, cache and checkpoint (or save) the next level; False when it has no new state."""
         from pyspark import StorageLevel
 
-        union = self.sc.union([candidates, *self.levels]) if self.levels else candidates
+        union = self.sc.union([candidates, *self.levels]) if self.levels and not self.visited else candidates
         if union.getNumPartitions() != self.partitions:  # pragma: no cover - a PySpark change
             raise RuntimeError("the visited set is not co-partitioned with the candidates")
         level = union.mapPartitionsWithIndex(partial(self._tasks().anti_join, self._job(pending)), preservesPartitioning=True)

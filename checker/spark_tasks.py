@@ -62,6 +62,8 @@ class Job:
     partitions: int
     pending: tuple[str, ...] = ()  # properties not yet decided, checked on new states
     vector: bool = False  # states are vector kernel keys: the tasks of ``spark_vector`` run
+    visited: str = ""  # vector: the folder of the visited set's files (``spark_visited``); "": in the union
+    depth: int = 0  # the level an anti-join computes (its files: the levels before it)
 
 
 class _Kit(NamedTuple):

@@ -32,6 +32,7 @@ from isrcheck.model.machine import model_for, properties_for
 from isrcheck.properties import verdict
 from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys_of_ints
 
+from . import spark_visited
 from .spark_order import drop_seen, locate, order_of, smallest_parents, sort_key, sorted_runs
 from .spark_tasks import CHUNK, Job, Record, Summary
 
@@ -121,7 +122,9 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
 
 
 def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
-    """One partition of the next level: candidates minus every visited state, properties checked."""
+    """One partition of the next level: candidates minus every visited state, properties checked.
+    The visited states come with the candidates ("V" records of the earlier levels), or from
+    the partition's files (``job.visited``), where its new keys are then written too."""
     kit = _kit(job)
     kernel = kit.kernel
     visited, cand_keys, cand_parents = [], [], []
@@ -144,11 +147,13 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
     fresh = np.ones(keys.shape[1], dtype=bool)
     if keys.shape[1]:
         mine = (keys, order_of(keys))
-        for run in sorted_runs(visited):
+        for run in spark_visited.runs(job.visited, index, job.depth) if job.visited else sorted_runs(visited):
             drop_seen(run, mine, fresh)
         del mine
     keys, parents = keys[:, fresh], parents[:, fresh]
     del visited
+    if job.visited:
+        spark_visited.save(job.visited, index, job.depth, keys)
     found: dict[str, int] = {}
     if keys.shape[1] and job.pending:
         values = kernel.evaluate(keys, [kit.predicates[name][0] for name in job.pending])

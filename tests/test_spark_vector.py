@@ -45,8 +45,9 @@ def test_the_scalar_tasks_do_not_import_numpy():
 # -- the executor tasks, without Spark: both representations reach the same levels --------------
 
 
-def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark_tasks.Summary, dict]]:
-    """The engine's levels computed in this process: per level, the merged summary and {state: parent}."""
+def simulate(job: spark_tasks.Job, seeds: list, levels: int, folder: str = "") -> list[tuple[spark_tasks.Summary, dict]]:
+    """The engine's levels computed in this process: per level, the merged summary and {state: parent}.
+    ``folder``: the visited set in files there (``spark_visited``), not in the anti-joins' input."""
     n = job.partitions
     words = seeds[0][1][1].shape[0] if job.vector else 1  # a seed record: (partition, ("C", keys, parents))
     first = partial(spark_vector.before, words) if job.vector else int.__lt__
@@ -57,11 +58,11 @@ def simulate(job: spark_tasks.Job, seeds: list, levels: int) -> list[tuple[spark
     out = []
     pending = job.pending
     tasks = spark_vector if job.vector else spark_tasks  # as the engine picks them
-    for _ in range(levels):
-        level_job = spark_tasks.Job(job.protocol, job.config, job.symmetry, n, pending, job.vector)
+    for depth in range(1, levels + 1):
+        level_job = spark_tasks.Job(job.protocol, job.config, job.symmetry, n, pending, job.vector, folder, depth)
         new, summaries = {}, []
         for q in range(n):
-            records = list(tasks.anti_join(level_job, q, iter(candidates[q] + visited[q])))
+            records = list(tasks.anti_join(level_job, q, iter(candidates[q] + ([] if folder else visited[q]))))
             visited[q].extend(records)
             summaries += [r[1][3] for r in records if r[1][3] is not None]
             for _, payload in records:
@@ -102,6 +103,34 @@ def test_the_tasks_handle_keys_of_two_words():
     config = ModelConfig(rf=4, protocol="kip-320", core=True)
     assert kernel_for(ReplicationModel(config)).words == 2
     assert compare_tasks(config, False, 5)[-1][0].new > 0
+
+
+@pytest.mark.parametrize("rf, symmetry", [(2, False), (4, True)])
+def test_the_tasks_reach_the_same_levels_with_the_visited_set_in_files(rf, symmetry, tmp_path):
+    """``spark_visited``: each anti-join reads the earlier levels from its partition's files and
+    writes its own, instead of reading them in its input; every level is the same."""
+    config = ModelConfig(rf=rf, protocol="kip-320", core=True)
+    kernel = kernel_for(ReplicationModel(config))
+    keys = kernel.initial_keys()
+    job = spark_tasks.Job("kafka", config, symmetry, 3, ("weak-isr", "strong-isr"), vector=True)
+    seeds = spark_vector.seed_records(kernel.canonical(keys) if symmetry else keys, 3)
+    in_input = simulate(job, seeds, 7)
+    assert simulate(job, seeds, 7, str(tmp_path)) == in_input
+    assert sorted(p.name for p in (tmp_path / "0").iterdir()) == sorted(f"{d}.npy" for d in range(1, 8))
+
+
+def test_a_missing_level_file_is_an_error_and_a_level_written_twice_is_the_same(tmp_path):
+    """A partition's files are its visited set: a missing one must stop the search, never count
+    as an empty level; a task that runs again rewrites its level whole."""
+    from isrcheck.checker import spark_visited
+
+    keys = keys_of_ints([3, 5, 9], 2)
+    spark_visited.save(str(tmp_path), 1, 1, keys)
+    spark_visited.save(str(tmp_path), 1, 1, keys)
+    [(run, order)] = spark_visited.runs(str(tmp_path), 1, 2)
+    assert ints_of_keys(run) == [3, 5, 9] and list(tmp_path.glob("*/*.tmp")) == []
+    with pytest.raises(FileNotFoundError, match="level 2 of partition 1"):
+        list(spark_visited.runs(str(tmp_path), 1, 3))
 
 
 def compare_tasks(config: ModelConfig, symmetry: bool, levels: int) -> list:
@@ -199,6 +228,21 @@ def test_keys_of_two_words_give_the_bfs_result_and_the_same_traces_on_any_partit
     assert [p.status for p in runs[0].properties][:2] == ["violated", "violated"]  # at depth 10
     assert [p.path for p in runs[0].properties] == [p.path for p in runs[1].properties]
     assert_agrees_with_bfs(config, runs[0], max_depth=10, explore_all=True, symmetry=True)
+
+
+@spark_test
+def test_the_visited_set_in_files_or_read_with_the_candidates_gives_one_search(monkeypatch):
+    """Executors on this machine keep the visited set in files (``spark_visited``); elsewhere the
+    anti-joins read the cached levels: both give the same counts, verdicts and traces."""
+    from isrcheck.checker import spark_engine
+
+    config = CORE_RF2["hw-truncation"]
+    in_files = run_spark(config, partitions=3, explore_all=True, symmetry=True)
+    monkeypatch.setattr(spark_engine._SparkSearch, "setup_visited", lambda self, master: None)
+    in_union = run_spark(config, partitions=3, explore_all=True, symmetry=True)
+    assert counts(in_files) == counts(in_union) and verdicts(in_files) == verdicts(in_union)
+    assert [p.path for p in in_files.properties] == [p.path for p in in_union.properties]
+    assert_agrees_with_bfs(config, in_union, explore_all=True, symmetry=True)
 
 
 @spark_test
