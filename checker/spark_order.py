@@ -57,28 +57,34 @@ def smallest_parents(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray,
     by = np.argsort(ko, kind="stable") if keys.shape[0] == 1 else radix_argsort(ko)
     ko = ko.take(by)
     starts = group_starts(ko)
-    keys = keys.take(by, axis=1)
     if len(starts) == n:  # every key once
-        return keys, parents.take(by, axis=1)
-    if keys.shape[0] > 1 and _differ_within(keys, ko):
-        return _exact(keys, parents.take(by, axis=1))
-    po = order_of(parents).take(by)
+        return keys.take(by, axis=1), parents.take(by, axis=1)
+    if keys.shape[0] > 1 and _differ_within(keys, ko, by):
+        return _exact(keys, parents)
+    po = order_of(parents).take(by)  # only order values gathered whole: keys and parents once a group
     least = np.minimum.reduceat(po, starts)
     hits = np.flatnonzero(po == np.repeat(least, np.diff(np.append(starts, n))))
-    first = hits.take(np.searchsorted(hits, starts))  # each group's first member with its least
+    first = by.take(hits.take(np.searchsorted(hits, starts)))  # each group's first member with its least
     if parents.shape[0] > 1 and len(hits) > len(starts):  # least order values shared: the same parent?
-        parents_by = parents.take(by, axis=1)
         group = np.searchsorted(starts, hits, side="right") - 1
-        if np.any(parents_by.take(hits, axis=1) != parents_by.take(first.take(group), axis=1)):
-            return _exact(keys, parents_by)
-        return keys.take(starts, axis=1), parents_by.take(first, axis=1)
-    return keys.take(starts, axis=1), parents.take(by.take(first), axis=1)
+        if np.any(parents.take(by.take(hits), axis=1) != parents.take(first.take(group), axis=1)):
+            return _exact(keys, parents)
+    return keys.take(first, axis=1), parents.take(first, axis=1)
 
 
-def _differ_within(keys: np.ndarray, ko: np.ndarray) -> bool:
-    """Whether two neighbours of the sorted order values ``ko`` share one with different keys."""
-    tie = ko[1:] == ko[:-1]
-    return bool(np.any(tie & np.any(keys[:, 1:] != keys[:, :-1], axis=0)))
+def _differ_within(keys: np.ndarray, ko: np.ndarray, by: np.ndarray) -> bool:
+    """Whether two neighbours of the sorted order values ``ko`` (``keys`` in the order ``by``)
+    share one with different keys."""
+    tie = np.flatnonzero(ko[1:] == ko[:-1])
+    return bool(np.any(keys.take(by.take(tie), axis=1) != keys.take(by.take(tie + 1), axis=1)))
+
+
+def in_order(keys: np.ndarray) -> np.ndarray:
+    """Distinct keys sorted in the levels' order (timsort: runs already in order merge in linear time)."""
+    by = np.argsort(order_of(keys), kind="stable")
+    if keys.shape[0] > 1 and _differ_within(keys, order_of(keys).take(by), by):
+        by = np.lexsort((*keys, order_of(keys)))
+    return keys.take(by, axis=1)
 
 
 def _exact(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
