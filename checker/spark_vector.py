@@ -93,9 +93,10 @@ def seed_records(keys: np.ndarray, partitions: int) -> list[Record]:
 
 # -- the tasks ------------------------------------------------------------------------------
 def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
-    """Successors of one partition of the frontier, canonical, de-duplicated, bucketed by partition."""
+    """Successors of one partition of the frontier, canonical, bucketed by partition; de-duplicated
+    within each chunk only: the anti-join de-duplicates what reaches it from every chunk, and a
+    second pass over the whole partition's successors here cost more than the shuffle it saved."""
     kernel = _kit(job).kernel
-    found_keys, found_parents = [], []
     generated = 0
     for _, payload in records:
         frontier = payload[1]
@@ -105,20 +106,22 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
             generated += succ.shape[1]
             if job.symmetry:
                 succ = kernel.canonical(succ)
-            succ, parents = smallest_parents(succ, states[:, parent_rows])
-            found_keys.append(succ)
-            found_parents.append(parents)
-    if found_keys:
-        keys, parents = smallest_parents(np.concatenate(found_keys, axis=1), np.concatenate(found_parents, axis=1))
-        where = partitions_of(keys, job.partitions).astype(np.int64)
-        by_partition = np.argsort(where, kind="stable")  # stable: each bucket stays in the levels' order
-        ends = np.cumsum(np.bincount(where, minlength=job.partitions))
-        for q in range(job.partitions):
-            mine = by_partition[(ends[q - 1] if q else 0) : ends[q]]
-            for i in range(0, len(mine), CHUNK):
-                part = mine[i : i + CHUNK]
-                yield q, ("C", keys[:, part], parents[:, part])
+            keys, parents = smallest_parents(succ, states[:, parent_rows])
+            yield from _by_partition(keys, parents, job.partitions)
     yield index, ("G", generated)
+
+
+def _by_partition(keys: np.ndarray, parents: np.ndarray, partitions: int) -> Iterator[Record]:
+    """Candidate records of keys and their parents, one a partition that has some."""
+    where = partitions_of(keys, partitions)
+    if partitions <= 1 << 16:  # NumPy's stable sort of 16-bit values is a counting sort
+        where = where.astype(np.uint16)
+    by_partition = np.argsort(where, kind="stable")
+    ends = np.cumsum(np.bincount(where.astype(np.int64), minlength=partitions))
+    for q in range(partitions):
+        mine = by_partition[(ends[q - 1] if q else 0) : ends[q]]
+        if len(mine):
+            yield q, ("C", keys.take(mine, axis=1), parents.take(mine, axis=1))
 
 
 def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:

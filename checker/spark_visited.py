@@ -10,11 +10,14 @@ reach, and the next levels' tasks map those files (``np.load`` with ``mmap_mode`
 socket, no unpickling, and a level's task reads only what it searches.
 
 Each file holds one sorted run in the levels' order (``spark_order``), written under a
-temporary name and renamed, so a task that runs twice (a retry, a recomputed partition)
-rewrites the same content and a reader never sees half a file. A task reads only levels
-before its own, so a recomputed level finds what it found the first time. A missing file
-is an error, never an empty level: the search stops rather than count a state twice.
-Levels are still cached by Spark with their parents, for the counterexamples' walks.
+temporary name and renamed, so a task that runs again (a retry, a recomputed partition)
+rewrites the same content and a reader never sees half a file. Every MERGE_EVERY levels a
+task also writes the runs so far merged into one (``merged-<depth>.npy``, replacing the
+last), so that a level searches a few runs, not one a level. A task reads only levels
+before its own (a merged file up to one of them, then the levels' own files; only these
+where the merged file is newer), so a recomputed level finds what it found the first time. A missing file is an error, never an empty level: the search stops
+rather than count a state twice. Levels are still cached by Spark with their parents, for
+the counterexamples' walks.
 """
 
 from __future__ import annotations
@@ -25,30 +28,63 @@ from typing import Iterator
 
 import numpy as np
 
-from .spark_order import order_of
+from .spark_order import in_order, order_of
+
+MERGE_EVERY = 8  # levels' files a search reads before they are merged into one
 
 
 def level_file(folder: str, partition: int, depth: int) -> Path:
     return Path(folder) / str(partition) / f"{depth}.npy"
 
 
+def _merged_up_to(folder: str, partition: int, depth: int) -> int:
+    """The last level of the newest merged file before ``depth`` (0: none)."""
+    part = Path(folder) / str(partition)
+    done = [int(p.stem.split("-")[1]) for p in part.glob("merged-*.npy")] if part.exists() else []
+    return max((d for d in done if d < depth), default=0)
+
+
+def _load(path: Path) -> np.ndarray:
+    if not path.exists():
+        raise FileNotFoundError(f"{path.parent.name}/{path.name} is not in {path.parent.parent}: "
+                                "the executors do not share the driver's folder")
+    return np.load(path, mmap_mode="r")
+
+
+def _runs(folder: str, partition: int, depth: int) -> Iterator[np.ndarray]:
+    merged = _merged_up_to(folder, partition, depth)
+    if merged:
+        try:
+            yield np.load(Path(folder) / str(partition) / f"merged-{merged}.npy", mmap_mode="r")
+        except FileNotFoundError:  # replaced by a newer one meanwhile: the levels' own files
+            merged = 0
+    for d in range(merged + 1, depth):
+        yield _load(level_file(folder, partition, d))
+
+
 def runs(folder: str, partition: int, depth: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(keys, order values) of each level before ``depth`` in this partition, mapped from its file."""
-    for d in range(1, depth):
-        path = level_file(folder, partition, d)
-        if not path.exists():
-            raise FileNotFoundError(f"level {d} of partition {partition} is not in {folder}: "
-                                    "the executors do not share the driver's folder")
-        keys = np.load(path, mmap_mode="r")
+    """(keys, order values) of the levels before ``depth`` in this partition, in a few sorted runs."""
+    for keys in _runs(folder, partition, depth):
         if keys.shape[1]:
             yield keys, order_of(keys)
 
 
 def save(folder: str, partition: int, depth: int, keys: np.ndarray) -> None:
-    """Write this partition's new keys of level ``depth`` (sorted), replacing an earlier attempt's."""
-    path = level_file(folder, partition, depth)
+    """Write this partition's new keys of level ``depth`` (sorted), replacing an earlier attempt's;
+    every MERGE_EVERY levels, the runs up to it merged into one file as well."""
+    _write(level_file(folder, partition, depth), keys)
+    if depth - _merged_up_to(folder, partition, depth) >= MERGE_EVERY:
+        every = [run for run in _runs(folder, partition, depth + 1) if run.shape[1]]
+        merged = in_order(np.concatenate(every, axis=1)) if every else keys[:, :0]
+        _write(Path(folder) / str(partition) / f"merged-{depth}.npy", merged)
+        for old in (Path(folder) / str(partition)).glob("merged-*.npy"):  # at most the levels' size twice on disk
+            if int(old.stem.split("-")[1]) < depth:
+                old.unlink(missing_ok=True)
+
+
+def _write(path: Path, keys: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f"{depth}.{os.getpid()}.tmp")
+    temp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     with open(temp, "wb") as f:
         np.save(f, np.ascontiguousarray(keys))
     os.replace(temp, path)
