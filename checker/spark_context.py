@@ -133,6 +133,15 @@ def level_durability(sc: "SparkContext", directory: str | None, master: str) -> 
     return ("reliable" if sc.getCheckpointDir() is not None else "replicated"), temp
 
 
+def visited_folder(master: str) -> str | None:
+    """A temporary folder for the vector kernel's visited files (``spark_visited``) where every
+    executor surely runs on this machine: local modes, and masters on the loopback interface,
+    whose workers can only be local (a master at this host's name may have workers elsewhere).
+    Else None: the anti-joins then read the cached levels."""
+    here = master.startswith("local") or bool(_master_hosts(master)) and _master_hosts(master) <= _LOCAL_HOSTS
+    return tempfile.mkdtemp(prefix="isrcheck-spark-visited-") if here else None
+
+
 def _open_log() -> Path:
     global _log_path
     fd, name = tempfile.mkstemp(prefix="isrcheck-spark-", suffix=".log")

@@ -6,8 +6,11 @@ there, de-duplicated per map task and shuffled to the partition of their
 fingerprint; each partition then removes what it has already visited by reading
 its own partition of every earlier level (all levels share one partitioner, so
 this is a partition-by-partition union, not a shuffle, and the visited set is
-never collected on the driver) and checks the properties on what is new. The
-driver only ever sees one small summary per partition and level.
+never collected on the driver) and checks the properties on what is new. On the
+vector kernel, where every executor runs on this machine, the visited keys are
+instead files beside them, a few sorted runs a partition (``spark_visited``), not
+read back through Spark at every level. The driver only ever sees one small
+summary per partition and level.
 
 Every level is persisted and checkpointed (reliably, to a directory every
 executor can reach; see ``setup_checkpoints`` for local mode and remote clusters
@@ -42,7 +45,6 @@ pyspark is imported only here, in ``spark_context`` and ``spark_cluster``; execu
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 import uuid
 from functools import partial
@@ -162,13 +164,11 @@ class _SparkSearch:
         return temp
 
     def setup_visited(self, master: str) -> str | None:
-        """Where the vector kernel's anti-joins keep the visited set: files in a temporary folder
-        (returned, to remove) where every executor runs on this machine; else "" (the union of
-        the cached levels). A resumed search's levels have no files: it reads the union too."""
-        if self.kernel is None or self.resume is not None or not ctx.runs_on_this_machine(master):
-            return None
-        self.visited = tempfile.mkdtemp(prefix="isrcheck-spark-visited-")
-        return self.visited
+        """The vector kernel's visited files' folder (``spark_context.visited_folder``), returned to
+        remove; none for a resumed search, whose saved levels have no such files."""
+        if self.kernel is not None and self.resume is None:
+            self.visited = ctx.visited_folder(master) or ""
+        return self.visited or None
 
     def release(self) -> None:
         for level in self.levels:

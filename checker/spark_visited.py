@@ -4,7 +4,7 @@ Without them, each level's anti-join reads every earlier level of its partition 
 Spark's block manager into its Python worker: the whole visited set, keys and parents,
 pickled through a socket at every level. At rf 4 that was the largest single cost of a run
 (the workers spent 25 of their 96 CPU s reading sockets, profiled). Where every executor
-runs on the driver's machine (``local[N]``, a standalone cluster on this machine), each
+runs on the driver's machine (``local[N]``, a standalone master on 127.0.0.1), each
 anti-join task instead writes its partition's new keys to a file of a folder they all
 reach, and the next levels' tasks map those files (``np.load`` with ``mmap_mode``): no
 socket, no unpickling, and a level's task reads only what it searches.

@@ -124,6 +124,22 @@ def test_the_tasks_reach_the_same_levels_with_the_visited_set_in_files(rf, symme
     assert names == {f"{d}.npy" for d in range(1, 8)} | {"merged-6.npy"}  # the last merged file only
 
 
+@pytest.mark.parametrize("master, here", [
+    ("local[2]", True), ("spark://127.0.0.1:7077", True), ("spark://localhost:7077", True),
+    ("spark://10.0.0.5:7077", False), ("spark://a:1,127.0.0.1:2", False), ("yarn", False),
+])
+def test_visited_files_only_where_every_executor_is_surely_on_this_machine(master, here):
+    """A master at this host's name or address may have workers elsewhere: those read the union."""
+    import shutil
+
+    from isrcheck.checker.spark_context import visited_folder
+
+    folder = visited_folder(master)
+    assert bool(folder) == here
+    if folder:
+        shutil.rmtree(folder)
+
+
 def test_a_missing_level_file_is_an_error_and_a_level_written_twice_is_the_same(tmp_path):
     """A partition's files are its visited set: a missing one must stop the search, never count
     as an empty level; a task that runs again rewrites its level whole."""
