@@ -25,7 +25,7 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from isrcheck.model import ConfigError
 
@@ -344,9 +344,13 @@ class Watchdog:
                     self.sc.cancelJobGroup(self.group)
 
     def collect(self, rdd: "RDD") -> list:
+        return self.run(rdd.collect)
+
+    def run(self, action: Callable[[], Any]) -> Any:
+        """``action()``, a Spark action, under watch."""
         self._running.set()
         try:
-            return rdd.collect()
+            return action()
         except Exception as e:  # noqa: BLE001 - cancelled, or a failure Spark gave up retrying
             # A stop request may fail the job (Ctrl-C reaches the Python workers too)
             # before this thread's next look: the request is the reason, not the failure.

@@ -300,7 +300,9 @@ class _SparkSearch:
         union = self.sc.union([candidates, *self.levels]) if self.levels and not self.visited else candidates
         if union.getNumPartitions() != self.partitions:  # pragma: no cover - a PySpark change
             raise RuntimeError("the visited set is not co-partitioned with the candidates")
-        level = union.mapPartitionsWithIndex(partial(self._tasks().anti_join, self._job(pending)), preservesPartitioning=True)
+        summaries = self.sc.accumulator({}, tasks.SummariesParam())
+        anti_join = partial(self._tasks().anti_join, self._job(pending))
+        level = union.mapPartitionsWithIndex(partial(tasks.reporting, summaries, anti_join), preservesPartitioning=True)
         # Store levels in the serialized form the shuffle gives the candidates, so that
         # the next union needs no re-serializing pass over the visited set (were this
         # PySpark detail to change, union would re-serialize: slower, still correct).
@@ -317,11 +319,12 @@ class _SparkSearch:
                 level.checkpoint()
         depth = len(self.levels) + 1
         try:
-            if self.saver is None:
-                summaries = watchdog.collect(level.map(tasks.summary_of).filter(lambda s: s is not None))
+            if self.saver is None:  # counted in the JVM: the tasks' summaries come by the accumulator
+                watchdog.run(level._jrdd.count)
             else:  # the job that computes the level saves it: (file, summaries) per partition
                 rows = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
-                self.written, summaries = [f for f, _ in rows], [s for _, part in rows for s in part]
+                self.written = [f for f, _ in rows]
+            summaries = list(summaries.value.values())
         except ctx.Stopped:
             level.unpersist(blocking=False)
             raise

@@ -31,7 +31,7 @@ from __future__ import annotations
 import pickle
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from isrcheck.model import ModelConfig, fingerprint
 from isrcheck.model.machine import model_for, properties_for
@@ -189,6 +189,29 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
 
 def summary_of(record: Record) -> Summary | None:
     return record[1][3]
+
+
+def reporting(summaries: Any, anti_join: Callable, index: int, records: Iterator[Record]) -> Iterator[Record]:
+    """``anti_join``'s records, each partition's summary also added to the accumulator
+    ``summaries`` ({partition: summary}): the driver reads it after a job that counts the
+    level's records in the JVM, instead of a second pass of Python over them."""
+    for record in anti_join(index, records):
+        summary = record[1][3]
+        if summary is not None:
+            summaries.add({index: summary})
+        yield record
+
+
+class SummariesParam:
+    """The accumulator of a level's summaries: a task run twice (a retry, a recomputed
+    partition) reports its partition's summary again, and it replaces the first."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - pyspark's AccumulatorParam
+        a.update(b)
+        return a
 
 
 def find_parents(wanted: frozenset[int], records: Iterable[Record]) -> Iterator[tuple[int, int]]:

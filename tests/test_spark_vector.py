@@ -140,6 +140,26 @@ def test_visited_files_only_where_every_executor_is_surely_on_this_machine(maste
         shutil.rmtree(folder)
 
 
+def test_each_partition_reports_its_summary_once_even_when_its_task_runs_twice():
+    """The driver reads a level's summaries from an accumulator (the job counts the level's
+    records in the JVM): a task that runs again replaces its partition's summary."""
+
+    class Accumulator:  # pyspark's, on one machine: updates merged by the param
+        def __init__(self):
+            self.param, self.value = spark_tasks.SummariesParam(), {}
+
+        def add(self, update):
+            self.value = self.param.addInPlace(self.value, update)
+
+    first, again = spark_tasks.Summary(3, 7, {}, 0), spark_tasks.Summary(3, 7, {}, 0)
+    records = {0: [(0, ("V", [1], b"", first)), (0, ("V", [2], b"", None))], 1: [(1, ("V", [], b"", again))]}
+    acc = Accumulator()
+    for index in (0, 1, 0):
+        out = list(spark_tasks.reporting(acc, lambda i, _: iter(records[i]), index, iter(())))
+        assert out == records[index]
+    assert acc.value == {0: first, 1: again} and acc.param.zero({5: first}) == {}
+
+
 def test_a_missing_level_file_is_an_error_and_a_level_written_twice_is_the_same(tmp_path):
     """A partition's files are its visited set: a missing one must stop the search, never count
     as an empty level; a task that runs again rewrites its level whole."""
