@@ -41,8 +41,10 @@ def sort_key(key: np.ndarray, order: int) -> tuple[int, ...]:
     return (int(order), *(int(w) for w in key[::-1]))
 
 
-def smallest_parents(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def smallest_parents(keys: np.ndarray, parents: np.ndarray, runs: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The distinct keys in the levels' order, each with the first of its parents in that order.
+    ``runs``: the keys come as runs already in that order (an anti-join's candidates, each
+    record sorted), which timsort merges: 3 to 6 times faster than the radix sort there.
 
     One sort, by the keys' order values, and each group's least parent order value by
     ``minimum.reduceat``: a two-row ``lexsort`` took 3.9 of the Python workers' 20 CPU s on
@@ -53,8 +55,8 @@ def smallest_parents(keys: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray,
         return keys, parents
     ko = order_of(keys)
     # one word: successors of a frontier in key order come in sorted runs, which timsort merges;
-    # mixed order values of wider keys have none, and there the radix sort is faster
-    by = np.argsort(ko, kind="stable") if keys.shape[0] == 1 else radix_argsort(ko)
+    # a chunk's successors' mixed order values of wider keys have none: the radix sort is faster
+    by = np.argsort(ko, kind="stable") if runs or keys.shape[0] == 1 else radix_argsort(ko)
     ko = ko.take(by)
     starts = group_starts(ko)
     if len(starts) == n:  # every key once

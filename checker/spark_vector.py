@@ -144,7 +144,8 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
             generated += payload[1]
     words = kernel.words
     if cand_keys:
-        keys, parents = smallest_parents(np.concatenate(cand_keys, axis=1), np.concatenate(cand_parents, axis=1))
+        keys, parents = smallest_parents(np.concatenate(cand_keys, axis=1), np.concatenate(cand_parents, axis=1),
+                                         runs=True)
     else:
         keys = parents = np.empty((words, 0), dtype=U64)
     fresh = np.ones(keys.shape[1], dtype=bool)

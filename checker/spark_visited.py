@@ -11,9 +11,10 @@ socket, no unpickling, and a level's task reads only what it searches.
 
 Each file holds one sorted run in the levels' order (``spark_order``), written under a
 temporary name and renamed, so a task that runs again (a retry, a recomputed partition)
-rewrites the same content and a reader never sees half a file. Every MERGE_EVERY levels a
-task also writes the runs so far merged into one (``merged-<depth>.npy``, replacing the
-last), so that a level searches a few runs, not one a level. A task reads only levels
+rewrites the same content and a reader never sees half a file. Every MERGE_EVERY levels or
+more (``_worth_merging``) a task also writes the runs so far merged into one
+(``merged-<depth>.npy``, replacing the last), so that a level searches a few runs, not one
+a level. A task reads only levels
 before its own (a merged file up to one of them, then the levels' own files; only these
 where the merged file is newer), so a recomputed level finds what it found the first time. A missing file is an error, never an empty level: the search stops
 rather than count a state twice. Levels are still cached by Spark with their parents, for
@@ -73,13 +74,26 @@ def save(folder: str, partition: int, depth: int, keys: np.ndarray) -> None:
     """Write this partition's new keys of level ``depth`` (sorted), replacing an earlier attempt's;
     every MERGE_EVERY levels, the runs up to it merged into one file as well."""
     _write(level_file(folder, partition, depth), keys)
-    if depth - _merged_up_to(folder, partition, depth) >= MERGE_EVERY:
+    if _worth_merging(folder, partition, depth):
         every = [run for run in _runs(folder, partition, depth + 1) if run.shape[1]]
         merged = in_order(np.concatenate(every, axis=1)) if every else keys[:, :0]
         _write(Path(folder) / str(partition) / f"merged-{depth}.npy", merged)
         for old in (Path(folder) / str(partition)).glob("merged-*.npy"):  # at most the levels' size twice on disk
             if int(old.stem.split("-")[1]) < depth:
                 old.unlink(missing_ok=True)
+
+
+def _worth_merging(folder: str, partition: int, depth: int) -> bool:
+    """After level ``depth``: MERGE_EVERY levels' own files since the last merge, holding half as
+    many states as it at least (a search's last levels are small: searching them costs less
+    than rewriting the set), or four times as many files."""
+    base = _merged_up_to(folder, partition, depth + 1)
+    since = depth - base
+    if since < MERGE_EVERY:
+        return False
+    runs = [run.shape[1] for run in _runs(folder, partition, depth + 1)]
+    merged, tail = (runs[0], sum(runs[1:])) if base else (0, sum(runs))
+    return 2 * tail >= merged or since >= 4 * MERGE_EVERY
 
 
 def _write(path: Path, keys: np.ndarray) -> None:

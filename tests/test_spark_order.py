@@ -60,8 +60,9 @@ def test_a_key_of_one_word_is_its_own_order_value_and_one_word_apart_never_ties(
             assert REAL(other)[0] != REAL(base)[0]
 
 
+@pytest.mark.parametrize("runs", [False, True])  # the sort chosen: radix or timsort; the result is the same
 @pytest.mark.parametrize("words, kind", CASES)
-def test_distinct_keys_come_in_the_levels_order_each_with_its_first_parent(words, kind, monkeypatch):
+def test_distinct_keys_come_in_the_levels_order_each_with_its_first_parent(words, kind, runs, monkeypatch):
     order = use(kind, monkeypatch)
     rng = random.Random(words)
     pairs = [(k, p) for k, p in zip(some_keys(rng, words, 300, kind), some_keys(rng, words, 300, kind))]
@@ -69,7 +70,7 @@ def test_distinct_keys_come_in_the_levels_order_each_with_its_first_parent(words
     pairs += [(k, p ^ 1) for k, p in pairs[:80]]  # the same key, other parents
     pairs += [(k, p ^ (1 << 10)) for k, p in pairs[:80]]  # ... whose order values tie under few_values
     keys, parents = spark_order.smallest_parents(keys_of_ints([k for k, _ in pairs], words),
-                                                 keys_of_ints([p for _, p in pairs], words))
+                                                 keys_of_ints([p for _, p in pairs], words), runs)
     rank = {p: i for i, p in enumerate(in_order(sorted({p for _, p in pairs}), words, order))}
     first: dict[int, int] = {}
     for key, parent in pairs:
