@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import checkpoint
 from .checkpoint import MANIFEST, CheckpointError
-from .spark_tasks import Record, identity, partition_of, summary_of
+from .spark_tasks import Record, identity, partition_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark import RDD, SparkContext
@@ -91,21 +91,6 @@ def write_part(folder: str, depth: int, partitions: int, index: int, records: It
     finally:
         os.close(fd)
     yield index, name, size, crc
-
-
-def write_level_part(folder: str, depth: int, partitions: int, index: int, records: Iterator[Record]):
-    """``write_part`` for the job that computes a level: yields ``(file, the partition's summaries)``."""
-    summaries = []
-
-    def noting_summaries() -> Iterator[Record]:
-        for record in records:
-            summary = summary_of(record)
-            if summary is not None:
-                summaries.append(summary)
-            yield record
-
-    for file in write_part(folder, depth, partitions, index, noting_summaries()):
-        yield file, summaries
 
 
 def read_part(partitions: int, item: tuple[int, int, str]) -> Iterator[Record]:
@@ -257,7 +242,7 @@ class SparkCheckpointWriter:
         if depth != len(self.levels) + 1:  # pragma: no cover - an engine bug
             raise RuntimeError(f"level {depth} saved after {len(self.levels)} levels")
         self.discard(depth)  # a killed run's files of this level: the manifest never listed them
-        return partial(write_level_part, str(self.folder), depth, partitions)
+        return partial(write_part, str(self.folder), depth, partitions)
 
     def files(self, depth: int, written: list) -> list[tuple[int, int, str]]:
         """The files of level ``depth`` (``written`` as its job returned them), to read it back."""

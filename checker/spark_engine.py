@@ -321,9 +321,8 @@ class _SparkSearch:
         try:
             if self.saver is None:  # counted in the JVM: the tasks' summaries come by the accumulator
                 watchdog.run(level._jrdd.count)
-            else:  # the job that computes the level saves it: (file, summaries) per partition
-                rows = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
-                self.written = [f for f, _ in rows]
+            else:  # the job that computes the level saves it: its files
+                self.written = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
             summaries = list(summaries.value.values())
         except ctx.Stopped:
             level.unpersist(blocking=False)

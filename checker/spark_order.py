@@ -83,9 +83,10 @@ def _differ_within(keys: np.ndarray, ko: np.ndarray, by: np.ndarray) -> bool:
 
 def in_order(keys: np.ndarray) -> np.ndarray:
     """Distinct keys sorted in the levels' order (timsort: runs already in order merge in linear time)."""
-    by = np.argsort(order_of(keys), kind="stable")
-    if keys.shape[0] > 1 and _differ_within(keys, order_of(keys).take(by), by):
-        by = np.lexsort((*keys, order_of(keys)))
+    ko = order_of(keys)
+    by = np.argsort(ko, kind="stable")
+    if keys.shape[0] > 1 and _differ_within(keys, ko.take(by), by):
+        by = np.lexsort((*keys, ko))
     return keys.take(by, axis=1)
 
 

@@ -187,10 +187,6 @@ def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Recor
         yield index, ("V", part, parents, summary if i == 0 else None)
 
 
-def summary_of(record: Record) -> Summary | None:
-    return record[1][3]
-
-
 def reporting(summaries: Any, anti_join: Callable, index: int, records: Iterator[Record]) -> Iterator[Record]:
     """``anti_join``'s records, each partition's summary also added to the accumulator
     ``summaries`` ({partition: summary}): the driver reads it after a job that counts the

@@ -78,11 +78,17 @@ def partitions_of(keys: np.ndarray, partitions: int) -> np.ndarray:
 
 
 def split_by_partition(keys: np.ndarray, parents: np.ndarray, partitions: int) -> Iterator[tuple]:
-    """(partition, keys, parents) of a sorted level chunk re-partitioned on resume; each part stays sorted."""
+    """(partition, keys, parents) of each partition that has some; each part keeps the keys'
+    order (a stable counting sort on 16 bits where partitions fit them)."""
     where = partitions_of(keys, partitions)
-    for q in np.unique(where).tolist():
-        mask = where == q
-        yield q, keys[:, mask], parents[:, mask]
+    if partitions <= 1 << 16:  # NumPy's stable sort of 16-bit values is a counting sort
+        where = where.astype(np.uint16)
+    by_partition = np.argsort(where, kind="stable")
+    ends = np.cumsum(np.bincount(where.astype(np.int64), minlength=partitions))
+    for q in range(partitions):
+        mine = by_partition[(ends[q - 1] if q else 0) : ends[q]]
+        if len(mine):
+            yield q, keys.take(mine, axis=1), parents.take(mine, axis=1)
 
 
 def seed_records(keys: np.ndarray, partitions: int) -> list[Record]:
@@ -107,21 +113,9 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
             if job.symmetry:
                 succ = kernel.canonical(succ)
             keys, parents = smallest_parents(succ, states[:, parent_rows])
-            yield from _by_partition(keys, parents, job.partitions)
+            for q, ks, ps in split_by_partition(keys, parents, job.partitions):
+                yield q, ("C", ks, ps)
     yield index, ("G", generated)
-
-
-def _by_partition(keys: np.ndarray, parents: np.ndarray, partitions: int) -> Iterator[Record]:
-    """Candidate records of keys and their parents, one a partition that has some."""
-    where = partitions_of(keys, partitions)
-    if partitions <= 1 << 16:  # NumPy's stable sort of 16-bit values is a counting sort
-        where = where.astype(np.uint16)
-    by_partition = np.argsort(where, kind="stable")
-    ends = np.cumsum(np.bincount(where.astype(np.int64), minlength=partitions))
-    for q in range(partitions):
-        mine = by_partition[(ends[q - 1] if q else 0) : ends[q]]
-        if len(mine):
-            yield q, ("C", keys.take(mine, axis=1), parents.take(mine, axis=1))
 
 
 def anti_join(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:

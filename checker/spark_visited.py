@@ -14,11 +14,11 @@ temporary name and renamed, so a task that runs again (a retry, a recomputed par
 rewrites the same content and a reader never sees half a file. Every MERGE_EVERY levels or
 more (``_worth_merging``) a task also writes the runs so far merged into one
 (``merged-<depth>.npy``, replacing the last), so that a level searches a few runs, not one
-a level. A task reads only levels
-before its own (a merged file up to one of them, then the levels' own files; only these
-where the merged file is newer), so a recomputed level finds what it found the first time. A missing file is an error, never an empty level: the search stops
-rather than count a state twice. Levels are still cached by Spark with their parents, for
-the counterexamples' walks.
+a level. A task reads only levels before its own (a merged file up to one of them, then
+the levels' own files; only these where the merged file is newer), so a recomputed level
+finds what it found the first time. A missing file is an error, never an empty level: the
+search stops rather than count a state twice. Levels are still cached by Spark with their
+parents, for the counterexamples' walks.
 """
 
 from __future__ import annotations
@@ -38,11 +38,14 @@ def level_file(folder: str, partition: int, depth: int) -> Path:
     return Path(folder) / str(partition) / f"{depth}.npy"
 
 
+def _merged_files(folder: str, partition: int) -> dict[int, Path]:
+    """The partition's merged files by the last level each holds."""
+    return {int(p.stem.split("-")[1]): p for p in (Path(folder) / str(partition)).glob("merged-*.npy")}
+
+
 def _merged_up_to(folder: str, partition: int, depth: int) -> int:
     """The last level of the newest merged file before ``depth`` (0: none)."""
-    part = Path(folder) / str(partition)
-    done = [int(p.stem.split("-")[1]) for p in part.glob("merged-*.npy")] if part.exists() else []
-    return max((d for d in done if d < depth), default=0)
+    return max((d for d in _merged_files(folder, partition) if d < depth), default=0)
 
 
 def _load(path: Path) -> np.ndarray:
@@ -78,8 +81,8 @@ def save(folder: str, partition: int, depth: int, keys: np.ndarray) -> None:
         every = [run for run in _runs(folder, partition, depth + 1) if run.shape[1]]
         merged = in_order(np.concatenate(every, axis=1)) if every else keys[:, :0]
         _write(Path(folder) / str(partition) / f"merged-{depth}.npy", merged)
-        for old in (Path(folder) / str(partition)).glob("merged-*.npy"):  # at most the levels' size twice on disk
-            if int(old.stem.split("-")[1]) < depth:
+        for last, old in _merged_files(folder, partition).items():  # at most the levels' size twice on disk
+            if last < depth:
                 old.unlink(missing_ok=True)
 
 
