@@ -1,7 +1,8 @@
 """Level-synchronous breadth-first search on Spark: the BFS engine, partitioned.
 
-Each BFS level is one Spark job. The frontier (the previous level's new states,
-full packed ints) is expanded on the executors; the successors are canonicalised
+Each BFS level is one Spark job, of one stage where it can be (``spark_stages``: the
+level's anti-join, then its expansion into the next level's shuffle). The frontier (the
+previous level's new states, full packed ints) is expanded on the executors; the successors are canonicalised
 there, de-duplicated per map task and shuffled to the partition of their
 fingerprint; each partition then removes what it has already visited by reading
 its own partition of every earlier level (all levels share one partitioner, so
@@ -55,6 +56,7 @@ from isrcheck.properties import Property
 
 from . import spark_checkpoint as saving
 from . import spark_context as ctx
+from . import spark_stages as stages
 from . import spark_tasks as tasks
 from .bfs import KERNELS, vector_kernel_for
 from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
@@ -186,12 +188,13 @@ class _SparkSearch:
         watchdog = ctx.Watchdog(self.sc, self.group, self.observer, limits)
         self.sc.setJobGroup(self.group, "isrcheck breadth-first search", interruptOnCancel=True)
         try:
+            candidates = None  # the next level's candidates, when its job expanded the last level too
             if self.resume is not None:
                 self._restore()
             else:
                 seeds, self.generated = self._seeds()
                 seed = self.sc.parallelize(seeds, min(len(seeds), self.partitions))
-                self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
+                _, candidates = self._level(seed.partitionBy(self.partitions, tasks.identity), tuple(pending), watchdog)
                 self._save(started)
             while True:
                 pending = [name for name in pending if name not in self.found]
@@ -202,10 +205,10 @@ class _SparkSearch:
                 stop = self.observer.should_stop() or limits.exceeded()
                 if stop:
                     break
-                frontier = self.levels[-1]
-                expanded = frontier.mapPartitionsWithIndex(partial(self._tasks().expand, self._job(())))
-                candidates = expanded.partitionBy(self.partitions, tasks.identity)
-                if not self._level(candidates, tuple(pending), watchdog):
+                if candidates is None:
+                    candidates = self._expanded(self.levels[-1], self._job(()))
+                more, candidates = self._level(candidates, tuple(pending), watchdog)
+                if not more:
                     frontier_done = True
                     break
                 self._save(started)
@@ -291,38 +294,36 @@ class _SparkSearch:
 
     def _job(self, pending: tuple[str, ...]) -> tasks.Job:
         return tasks.Job(self.model.protocol.name, self.model.config, self.canonical is not None, self.partitions, pending,
-                         self.kernel is not None, self.visited, len(self.levels) + 1)
+                         self.kernel is not None, self.visited, len(self.levels) + 1, self.options.explore_all)
 
-    def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> bool:
-        """Compute, cache and checkpoint (or save) the next level; False when it has no new state."""
-        from pyspark import StorageLevel
+    def _expanded(self, level: "RDD", job: tasks.Job) -> "RDD":
+        """A level's successors, shuffled to their partitions: the next level's candidates."""
+        expanded = level.mapPartitionsWithIndex(partial(self._tasks().expand, job))
+        return expanded.partitionBy(self.partitions, tasks.identity)
 
+    def _level(self, candidates: "RDD", pending: tuple[str, ...], watchdog: "ctx.Watchdog") -> tuple[bool, "RDD | None"]:
+        """Compute, cache and checkpoint (or save) the next level: whether it has new states, and
+        the candidates of the level after it where its job expanded it too (``spark_stages``)."""
         union = self.sc.union([candidates, *self.levels]) if self.levels and not self.visited else candidates
         if union.getNumPartitions() != self.partitions:  # pragma: no cover - a PySpark change
             raise RuntimeError("the visited set is not co-partitioned with the candidates")
         summaries = self.sc.accumulator({}, tasks.SummariesParam())
-        anti_join = partial(self._tasks().anti_join, self._job(pending))
+        job = self._job(pending)
+        anti_join = partial(self._tasks().anti_join, job)
         level = union.mapPartitionsWithIndex(partial(tasks.reporting, summaries, anti_join), preservesPartitioning=True)
         # Store levels in the serialized form the shuffle gives the candidates, so that
         # the next union needs no re-serializing pass over the visited set (were this
         # PySpark detail to change, union would re-serialize: slower, still correct).
         level._jrdd_deserializer = candidates._jrdd_deserializer
-        if self.durability == "saved":
-            pass  # computed once, by the job that saves it; then read back from its files
-        elif self.durability == "replicated":
-            level.persist(StorageLevel.MEMORY_AND_DISK_2)
-        else:
-            level.persist(StorageLevel.MEMORY_AND_DISK)
-            if self.durability == "local":
-                level.localCheckpoint()
-            else:
-                level.checkpoint()
+        stages.keep(level, self.durability)
         depth = len(self.levels) + 1
+        last = self.options.max_depth is not None and depth >= self.options.max_depth
+        following = None if self.saver is not None or last else self._expanded(level, job)
         try:
-            if self.saver is None:  # counted in the JVM: the tasks' summaries come by the accumulator
-                watchdog.run(level._jrdd.count)
-            else:  # the job that computes the level saves it: its files
+            if self.saver is not None:  # the job that computes the level saves it: its files
                 self.written = watchdog.collect(level.mapPartitionsWithIndex(self.saver.level_job(depth, self.partitions)))
+            elif not stages.compute(self.sc, watchdog, level, following, self.durability):
+                following = None  # the level was counted, not expanded
             summaries = list(summaries.value.values())
         except ctx.Stopped:
             level.unpersist(blocking=False)
@@ -333,7 +334,7 @@ class _SparkSearch:
             level.unpersist(blocking=False)
             if self.saver is not None:
                 self.saver.discard(depth)
-            return False
+            return False, None
         self.levels.append(level if self.saver is None else self._from_files(self.saver.files(depth, self.written)))
         self.level_sizes.append(new)
         self.full_states += sum(s.full_states for s in summaries)
@@ -341,7 +342,7 @@ class _SparkSearch:
             for name, state in s.found.items():
                 if name not in self.found or self._before(state, self.found[name][1]):
                     self.found[name] = (depth, state)
-        return True
+        return True, following
 
     def _before(self, a: int, b: int) -> bool:
         """The order every partition chose its first deciding state by: integers, or the

@@ -64,6 +64,7 @@ class Job:
     vector: bool = False  # states are vector kernel keys: the tasks of ``spark_vector`` run
     visited: str = ""  # vector: the folder of the visited set's files (``spark_visited``); "": in the union
     depth: int = 0  # the level an anti-join computes (its files: the levels before it)
+    explore_all: bool = False  # the search goes on after every property is decided (--continue)
 
 
 class _Kit(NamedTuple):
@@ -116,6 +117,14 @@ def seed_records(states: Iterable[int], partitions: int) -> list[Record]:
     return [(partition_of(s, partitions), ("C", [s], [NO_PARENT])) for s in states]
 
 
+def decided_here(job: Job, payload: tuple) -> bool:
+    """Whether a level's record says that its partition decided every property still pending.
+    The search then surely stops at this level (unless it explores all): its expansion, which
+    runs in the level's own job (``spark_stages``) before the driver can say so, is skipped."""
+    summary = payload[3] if payload[0] == "V" else None
+    return summary is not None and bool(job.pending) and not job.explore_all and summary.found.keys() >= set(job.pending)
+
+
 def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     """Successors of one partition of the frontier, canonical, de-duplicated, bucketed by partition."""
     kit = _kit(job)
@@ -124,6 +133,8 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     get = best.get
     generated = 0
     for _, payload in records:
+        if decided_here(job, payload):
+            break
         for s in payload[1]:
             nexts = succ(s)
             generated += len(nexts)

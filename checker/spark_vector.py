@@ -34,7 +34,7 @@ from isrcheck.model.kernel import BatchPredicate, VectorKernel, kernel_for, keys
 
 from . import spark_visited
 from .spark_order import drop_seen, locate, order_of, smallest_parents, sort_key, sorted_runs
-from .spark_tasks import CHUNK, Job, Record, Summary
+from .spark_tasks import CHUNK, Job, Record, Summary, decided_here
 
 U64 = np.uint64
 _M64 = (1 << 64) - 1
@@ -105,6 +105,8 @@ def expand(job: Job, index: int, records: Iterator[Record]) -> Iterator[Record]:
     kernel = _kit(job).kernel
     generated = 0
     for _, payload in records:
+        if decided_here(job, payload):
+            break
         frontier = payload[1]
         for start in range(0, frontier.shape[1], CHUNK):
             states = frontier[:, start : start + CHUNK]

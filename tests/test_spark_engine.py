@@ -25,7 +25,7 @@ from isrcheck.properties import BY_NAME
 
 from .clitools import run_cli
 from .conftest import run_bfs
-from .sparktools import CORE_RF2, KAFKA, assert_agrees_with_bfs, run_spark, verdicts
+from .sparktools import CORE_RF2, KAFKA, assert_agrees_with_bfs, counts, run_spark, verdicts
 
 # -- executor tasks and setup: plain Python, no JVM ------------------------------------
 
@@ -286,3 +286,78 @@ def test_verbose_lets_spark_own_output_through(tmp_path):
     assert loud.returncode == 0, loud.stderr
     assert json.loads(loud.stdout)["depth"] == 2
     assert "log4j" in loud.stderr and "WARN" in loud.stderr
+
+
+# -- a level in one stage (spark_stages) ----------------------------------------------------------
+
+
+def _decided_level(job: spark_tasks.Job, found: dict) -> list:
+    """One partition of level 1 (the initial states) whose summary reports ``found``."""
+    model = ReplicationModel(job.config)
+    summary = spark_tasks.Summary(1, 0, found, 0)
+    if job.vector:
+        import numpy as np
+
+        from isrcheck.model.kernel import kernel_for
+
+        keys = kernel_for(model).initial_keys()
+        from isrcheck.checker.spark_vector import NO_PARENT
+
+        return [(0, ("V", keys, np.full_like(keys, NO_PARENT), summary))]
+    keys = sorted(model.init_states())
+    return [(0, ("V", keys, pickle.dumps([spark_tasks.NO_PARENT] * len(keys)), summary))]
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["scalar", "vector"])
+@pytest.mark.parametrize("explore_all,found,expands", [
+    (False, {"weak-isr": 1, "strong-isr": 2}, False),  # every pending property decided here: the search stops
+    (False, {"weak-isr": 1}, True),  # strong-isr still pending
+    (True, {"weak-isr": 1, "strong-isr": 2}, True),  # --continue: the search goes on
+])
+def test_a_level_is_expanded_unless_its_partition_decided_every_pending_property(explore_all, found, expands, vector):
+    """The level's job expands it before the driver reads its summaries: a partition that decided
+    every pending property knows the search stops there, and skips that work."""
+    from isrcheck.checker import spark_vector
+
+    config = CORE_RF2["kip-320"]
+    job = spark_tasks.Job("kafka", config, False, 2, ("weak-isr", "strong-isr"), vector, explore_all=explore_all)
+    tasks = spark_vector if vector else spark_tasks
+    records = list(tasks.expand(job, 0, iter(_decided_level(job, found))))
+    assert (len(records) > 1) == expands and records[-1] == (0, ("G", records[-1][1][1]))
+    assert (records[-1][1][1] > 0) == expands
+
+
+def _stages_that_ran(group: str) -> int:
+    from pyspark import SparkContext
+
+    tracker = SparkContext._active_spark_context.statusTracker()
+    ran = set()
+    for job in tracker.getJobIdsForGroup(group):
+        for stage in tracker.getJobInfo(job).stageIds:
+            info = tracker.getStageInfo(stage)
+            if info is not None and info.numCompletedTasks > 0:  # a skipped stage ran none
+                ran.add(stage)
+    return len(ran)
+
+
+@spark_test
+@pytest.mark.parametrize("kernel", ["vector", "scalar"])
+def test_each_level_is_one_stage_and_the_same_search_as_two(kernel, monkeypatch):
+    """A level's job reads its candidates, caches the level and writes the next level's shuffle
+    in one stage; where that shuffle cannot be found (another PySpark), two stages: one result."""
+    import uuid
+
+    from isrcheck.checker import spark_engine, spark_stages
+
+    config = CORE_RF2["kip-279"]
+    ids = [uuid.UUID(int=(n + (kernel == "vector") * 2 + 7) << 100) for n in range(2)]  # each run's job group
+    groups = iter(ids)
+    monkeypatch.setattr(spark_engine.uuid, "uuid4", lambda: next(groups))
+    one = run_spark(config, partitions=2, explore_all=True, kernel=kernel)
+    monkeypatch.setattr(spark_stages, "shuffle_dependency", lambda rdd: None)
+    two = run_spark(config, partitions=2, explore_all=True, kernel=kernel)
+    assert counts(one) == counts(two) and verdicts(one) == verdicts(two)
+    assert [p.path for p in one.properties] == [p.path for p in two.properties]
+    assert_agrees_with_bfs(config, one, explore_all=True)
+    levels = one.stats.depth + 1  # the last one is empty
+    assert [_stages_that_ran(f"isrcheck-{i.hex[:12]}") for i in ids] == [levels + 1, 2 * levels]  # + the seeds' stage
