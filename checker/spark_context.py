@@ -45,7 +45,7 @@ _MASTER = re.compile(
         |k8s://\S+)$""",
     re.VERBOSE,
 )
-QUICK_JVM = "-XX:TieredStopAtLevel=1"
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 _log_path: Path | None = None  # where the JVM's console output goes (None: to the terminal)
@@ -182,7 +182,10 @@ def spark_context(master: str, verbose: bool = False) -> "SparkContext":
     if runs_on_this_machine(master):
         # Short-lived JVMs sharing a few cores with their Python workers: the JVM only
         # moves bytes here, and C2 compilation costs more CPU than it saves (measured:
-        # a small check-model run took 11-15 s instead of 21-26 s).
+        # a small check-model run took 11-15 s instead of 21-26 s). Those bytes are large
+        # arrays (a record is up to 2 MiB), which G1 allocates as humongous regions: the
+        # throughput collector spent 13.3 to 13.5 JVM CPU s where G1 spent 18.2 to 19.4 on
+        # rf 4's 17 M states, 33.2 s against 37.5 on local[2] (bench/README.md).
         spark_conf.set("spark.driver.extraJavaOptions", QUICK_JVM)
         spark_conf.set("spark.executor.extraJavaOptions", QUICK_JVM)
     if _master_hosts(master) & _LOCAL_HOSTS:
