@@ -123,9 +123,10 @@ print(json.dumps(dict(states=s.states, generated=s.generated, depth=s.depth, com
 def test_a_visited_set_larger_than_the_memory_spark_may_cache_in_goes_to_disk_and_gives_the_bfs_counts(cluster):
     """Issue 22: the visited set is the executors', spread over their memory and disks, never
     the driver's. The driver and executors get Spark's smallest heap (512 MiB) and a thousandth
-    of it to cache in (spark.memory.fraction): about 220 KB each, for levels that take about
-    2.6 MB cached (123,311 states with their parents; 8 MB before the visited keys went to files of
-    their own, measured)."""
+    of it to cache in (spark.memory.fraction): about 160 to 220 KB each, for levels that take
+    1.4 MB on disk (123,311 states with their parents, measured; 2.6 MB as blocks in memory
+    before levels were kept on disk only, 8 MB before the visited keys went to files of their
+    own)."""
     if _active_context() is not None:
         _active_context().stop()  # a standalone app takes every core: let the child's driver have them
     low = "--driver-memory 512m --conf spark.executor.memory=512m --conf spark.memory.fraction=0.001 pyspark-shell"
@@ -137,9 +138,9 @@ def test_a_visited_set_larger_than_the_memory_spark_may_cache_in_goes_to_disk_an
     assert {k: got[k] for k in ("states", "generated", "depth", "complete")} == {
         k: counts(bfs)[k] for k in ("states", "generated", "depth", "complete")}
     assert len(got["storage"]) == 3  # the driver and two executors
-    # far more than all of them may cache: the levels with their parents (2.6 MB cached, measured),
+    # more than all of them may cache: the levels with their parents (1.4 MB on disk, measured),
     # and beside Spark's storage the anti-joins' files of the visited keys (``spark_visited``)
-    assert got["memory"] + got["disk"] > 3 * sum(got["storage"].values())
+    assert got["memory"] + got["disk"] > 2 * sum(got["storage"].values())
     assert got["disk"] > got["memory"]
 
 
