@@ -361,3 +361,25 @@ def test_each_level_is_one_stage_and_the_same_search_as_two(kernel, monkeypatch)
     assert_agrees_with_bfs(config, one, explore_all=True)
     levels = one.stats.depth + 1  # the last one is empty
     assert [_stages_that_ran(f"isrcheck-{i.hex[:12]}") for i in ids] == [levels + 1, 2 * levels]  # + the seeds' stage
+
+
+@spark_test
+@pytest.mark.parametrize("durability", ["replicated", "reliable"])
+def test_levels_replicated_or_checkpointed_to_a_folder_give_the_same_search(durability, monkeypatch, tmp_path):
+    """How a remote cluster keeps its levels (two copies in memory, or Spark's checkpoint to a
+    folder every executor reaches), run here in local mode: the same result as BFS."""
+    from isrcheck.checker import spark_engine
+
+    def chosen(self, directory, master):
+        if durability == "reliable":
+            spark_context.spark_context(master).setCheckpointDir(str(tmp_path))
+            spark_context._TEMP_CHECKPOINT_DIRS.add(str(tmp_path))  # later checks here: local mode's again
+        self.durability = durability
+
+    monkeypatch.setattr(spark_engine._SparkSearch, "setup_checkpoints", chosen)
+    config = CORE_RF2["kip-279"]
+    result = run_spark(config, partitions=2, explore_all=True)
+    assert_agrees_with_bfs(config, result, explore_all=True)
+    assert (durability == "reliable") == any(tmp_path.iterdir())  # Spark's checkpoints were written there
+    sc = spark_context.spark_context("local[*]")
+    assert spark_context.level_durability(sc, None, "local[*]") == ("local", None)  # as before this test
