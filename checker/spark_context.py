@@ -184,8 +184,8 @@ def spark_context(master: str, verbose: bool = False) -> "SparkContext":
         # moves bytes here, and C2 compilation costs more CPU than it saves (measured:
         # a small check-model run took 11-15 s instead of 21-26 s). Those bytes are large
         # arrays (a record is up to 2 MiB), which G1 allocates as humongous regions: the
-        # throughput collector spent 13.3 to 13.5 JVM CPU s where G1 spent 18.2 to 19.4 on
-        # rf 4's 17 M states, 33.2 s against 37.5 on local[2] (bench/README.md).
+        # throughput collector spent 13.2 to 13.5 JVM CPU s where G1 spent 18.2 to 19.4 on
+        # rf 4's 17 M states, 33.2 s against 36.9 to 37.5 on local[2] (bench/README.md).
         spark_conf.set("spark.driver.extraJavaOptions", QUICK_JVM)
         spark_conf.set("spark.executor.extraJavaOptions", QUICK_JVM)
     if _master_hosts(master) & _LOCAL_HOSTS:

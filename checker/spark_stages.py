@@ -3,9 +3,9 @@
 A level computed by an action (``count``) is two stages: the previous level's
 expansion, written to the shuffle, then the anti-join that reads it. Every stage
 of Python tasks costs about 40 ms of scheduling and worker hand-over in local
-mode, whatever the level's size (bench/README.md, "A level in one stage"). Run
+mode, whatever the level's size (bench/README.md, "a level in one stage"). Run
 instead as the map stage of the *next* level's shuffle (``SparkContext.submitMapStage``),
-one stage reads the candidates, removes the visited states, caches the level (the
+one stage reads the candidates, removes the visited states, keeps the level (the
 persisted RDD in the middle of the stage's pipeline) and expands it into the next
 shuffle; the next level's job finds that shuffle written and starts from it.
 
