@@ -74,7 +74,10 @@ if p["kernel"] == "vector":
     if not kernel.exact:  # the compiled loops of a search on hashed keys: imports, as numpy's above
         try:
             from isrcheck.checker.vector_loops import load
-            load()
+            try:
+                load(kernel, p["symmetry"])  # and the compiled canonical forms
+            except TypeError:  # older builds: no symmetry loop
+                load()
         except ImportError:  # older builds: none
             pass
 tables = time.perf_counter() - t

@@ -59,7 +59,10 @@ def main(argv: list[str]) -> None:
         kernel.supports_symmetry()
     if not kernel.exact:  # the compiled loops, a fixed cost as the tables are (bench_bfs.py)
         from isrcheck.checker.vector_loops import load
-        load()
+        try:
+            load(kernel, p["symmetry"])  # and the compiled canonical forms
+        except TypeError:  # older builds: no symmetry loop
+            load()
     baseline, phase, samples, levels = current_rss(), ["outside a level"], [], {}
     for name in PHASES:
         tagged(phase, name)

@@ -110,7 +110,11 @@ class VectorSearch(MemoryFit):
         # the state graph, else on disk (read only to rebuild a trace, or to save the level): in
         # a temporary folder, or in the checkpoint's level files once saved (in memory till then)
         self.levels = LevelLog(on_disk=not keep_levels and saving is None)
-        self.visited_set = VisitedSet(hashed=not kernel.exact)  # sorted fingerprints of every stored state
+        # sorted fingerprints of every stored state; canonical forms compiled from rf 4, where most
+        # successors tie: NumPy's cost 84 (rf 4) to 156 ns (rf 5) a successor, the loop's 77 to 122,
+        # measured. At rf 3 the loop gained nothing measurable (main-job-4.1, main-job-r3), and a
+        # first run of the main job on a machine took 7 s more, compiling it.
+        self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=options.symmetry and kernel.T.rf >= 4)
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
         # their rows in the last level's storage order (None out of core: the queue is in that order)
         self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)
@@ -159,8 +163,9 @@ class VectorSearch(MemoryFit):
     def _next_level(self, pool: Executor | None, limits: Limits) -> LevelParts | LevelRuns | None:
         """The next level's new states by chunk: in memory, or as sorted runs on disk when the
         search is out of core; None when a limit or a stop request ended the level."""
-        self._fit_chunk(limits.memory_room())
-        self.visited_set.use_compiled(self.frontier.shape[1])
+        room = limits.memory_room()
+        self._fit_chunk(room)
+        self.visited_set.use_compiled(self.frontier.shape[1], room)
         runs = None if self.spill_dir is None else self._level_runs(limits)
         if isinstance(self.frontier, np.ndarray):  # in memory: each chunk's columns go once expanded
             self.frontier = ChunkedFrontier(self.frontier, self.frontier_rows, self.chunk)

@@ -105,7 +105,7 @@ class ShardSearch(VectorSearch):
             self.parts = LevelParts(self.kernel.exact)
             self.next_start = 0
             self._fit_chunk(room)
-            self.visited_set.use_compiled(self.frontier.shape[1])
+            self.visited_set.use_compiled(self.frontier.shape[1], room)
             if self.frontier.shape[1]:
                 self.frontier = ChunkedFrontier(self.frontier, self.frontier_rows, self.chunk)
                 self.frontier_rows = None

@@ -18,13 +18,13 @@ def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled
     (that list is emptied): each distinct state once with its least priority; its key is
     ``keys[:, index]`` (both None when exact: the fingerprint is the key). Lists, handed
     over and emptied, so that each array goes once no longer needed, not when the caller
-    returns (a chunk's successors are megabytes). ``compiled``: sorted by the compiled loop
-    (``VisitedSet.use_compiled``: only ever on hashed fingerprints)."""
+    returns (a chunk's successors are megabytes). ``compiled``: sorted, and made canonical, by
+    the compiled loops (``VisitedSet.use_compiled``: only ever on hashed fingerprints)."""
     keys, prio = successors
     successors.clear()
     orbits = None
     if symmetry:
-        keys, orbits = kernel.canonical_and_orbits(keys)
+        keys, orbits = kernel.canonical_and_orbits(keys, compiled)
     fp = kernel.fingerprints(keys)
     # one-word keys come in long sorted runs (the frontier is in key order, an action changes
     # few components, and the canonical relabelling is mostly the identity): timsort merges

@@ -33,15 +33,20 @@ MERGE_BLOCK = 1 << 20  # old fingerprints moved per step of an in-place merge
 SAMPLE_STRIDE = 32  # locate: every 32nd fingerprint kept as a sample (a thirty-second of the set) ...
 SAMPLED_FROM = 1 << 21  # ... once the set passes 16 MB, where searchsorted's steps start missing the caches
 GALLOP_GAP = 64  # a galloping search pays where a chunk's fingerprints fall closer than this, measured
-COMPILED_LEVEL = 1 << 18  # states in a level from which the compiled loops are worth loading (use_compiled)
+COMPILED_LEVEL = 1 << 18  # states in a level from which the compiled loops are worth loading (use_compiled) ...
+COMPILED_CANONICAL_LEVEL = 1 << 14  # ... and where they make the canonical forms too
+# memory left under --max-memory that loading them takes: Numba's 100 to 125 MiB (measured), the
+# canonical forms' tables (38 MB at rf 5) and room to spare
+COMPILED_ROOM = 224 << 20
 
 
 class VisitedSet:
     """Sorted, distinct uint64 fingerprints that grow in place; past the memory limit, on
     disk in a ``DiskRun`` (``spill``), where the search out of core then merges each level."""
 
-    def __init__(self, hashed: bool = False) -> None:
+    def __init__(self, hashed: bool = False, canonical: bool = False) -> None:
         self.hashed = hashed  # hashed fingerprints of wider keys: see ``use_compiled``
+        self.canonical = canonical  # canonical forms worth compiling: see ``use_compiled``
         self.compiled = False  # the search runs the compiled loops (``vector_loops.py``), for good
         self._buf = np.empty(0, dtype=np.uint64)
         self.n = 0  # in memory
@@ -74,15 +79,20 @@ class VisitedSet:
     def nbytes(self) -> int:
         return self._buf.nbytes
 
-    def use_compiled(self, level: int) -> None:
+    def use_compiled(self, level: int, room: int | None = None) -> None:
         """Before a level of ``level`` states: switch to the compiled loops for good once the set
         of hashed fingerprints passes 16 MB and a level has COMPILED_LEVEL states. A search that
         big repays Numba's import (0.3 s, and 100 to 125 MiB resident for the rest of the run,
-        measured); one that ends soon after passing 2 M states, its levels small, would not
-        (rf 5 min-isr 3 at epoch 1 on two threads peaked at 313 MiB, against 212 to 214 without). One-word
-        keys (rf 3's searches, 2 to 43 million states) stay on NumPy: there those 125 MiB
-        would be 3 to 60 bytes a state."""
-        self.compiled = self.compiled or (self.hashed and self._sample is not None and level >= COMPILED_LEVEL)
+        measured); one that ends soon after passing 2 M states, its levels small, would not.
+        With ``canonical`` the loops also make the canonical forms (``kernel_symmetry_loops.py``),
+        which repays them from levels of COMPILED_CANONICAL_LEVEL states. One-word keys (rf 3's
+        searches, 2 to 43 million states) stay on NumPy: there those 125 MiB would be 3 to 60
+        bytes a state. Nor do the loops load with less than COMPILED_ROOM bytes of ``room``
+        left under the memory limit (None: no limit)."""
+        big = self._sample is not None and level >= COMPILED_LEVEL
+        canonical = self.canonical and level >= COMPILED_CANONICAL_LEVEL
+        fits = room is None or room >= COMPILED_ROOM
+        self.compiled = self.compiled or (self.hashed and fits and (big or canonical))
 
     def locate(self, fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For sorted fingerprints: where each sorts among the values (``searchsorted``'s left

@@ -178,9 +178,10 @@ class VectorKernel:
         """One representative per orbit under broker relabelling (exact reduction)."""
         return self.symmetry().canonical(keys)
 
-    def canonical_and_orbits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``canonical`` and ``orbit_sizes`` in one pass."""
-        return self.symmetry().canonical_and_orbits(keys)
+    def canonical_and_orbits(self, keys: np.ndarray, compiled: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``canonical`` and ``orbit_sizes`` in one pass; ``compiled``: by the compiled loop where
+        it applies (``KernelSymmetry.canonical_and_orbits``), the same keys and sizes."""
+        return self.symmetry().canonical_and_orbits(keys, compiled)
 
     def orbit_sizes(self, keys: np.ndarray) -> np.ndarray:
         """How many distinct states each key's orbit holds (for the count before reduction)."""

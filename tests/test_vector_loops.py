@@ -82,11 +82,22 @@ def test_the_compiled_loops_are_loaded_for_big_levels_of_a_big_set_of_hashed_fin
     the loops stay (a one-word set never switches)."""
     monkeypatch.setattr(store, "SAMPLED_FROM", 100)
     small, big = np.arange(50, dtype=np.uint64), np.arange(200, dtype=np.uint64)
-    for hashed, values, level, expected in [(True, small, 1 << 20, False), (True, big, 1000, False),
-                                            (True, big, store.COMPILED_LEVEL, True), (False, big, 1 << 20, False)]:
-        visited = store.VisitedSet(hashed=hashed)
+    canonical_level = store.COMPILED_CANONICAL_LEVEL
+    for hashed, canonical, values, level, expected in [
+        (True, False, small, 1 << 20, False), (True, False, big, 1000, False),
+        (True, False, big, store.COMPILED_LEVEL, True), (False, False, big, 1 << 20, False),
+        # where they make the canonical forms too: from smaller levels of any set
+        (True, True, small, canonical_level - 1, False), (True, True, small, canonical_level, True),
+        (False, True, big, 1 << 20, False),
+    ]:
+        visited = store.VisitedSet(hashed=hashed, canonical=canonical)
         visited.add(values, np.zeros(len(values), dtype=np.int64))
         visited.use_compiled(level)
-        assert visited.compiled is expected, (hashed, len(values), level)
+        assert visited.compiled is expected, (hashed, canonical, len(values), level)
         visited.use_compiled(0)
         assert visited.compiled is expected  # for good
+    visited = store.VisitedSet(hashed=True, canonical=True)  # not where the memory limit leaves too little
+    visited.use_compiled(1 << 20, room=store.COMPILED_ROOM - 1)
+    assert not visited.compiled
+    visited.use_compiled(1 << 20, room=store.COMPILED_ROOM)
+    assert visited.compiled
