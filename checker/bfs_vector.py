@@ -115,7 +115,7 @@ class VectorSearch(MemoryFit):
         # measured. At rf 3 the loop gained nothing measurable (main-job-4.1, main-job-r3), and a
         # first run of the main job on a machine took 7 s more, compiling it.
         self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=options.symmetry and kernel.T.rf >= 4)
-        self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, sorted by key
+        self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, in expansion order (_in_memory)
         # their rows in the last level's storage order (None out of core: the queue is in that order)
         self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)
         self.found: dict[str, tuple[int, int]] = {}  # property -> (level, row) of its first deciding state
@@ -214,9 +214,8 @@ class VectorSearch(MemoryFit):
 
     def _store(self, new: New | SpilledLevel, pool: Executor | None = None) -> None:
         """Add a level's new states to the visited set, and store them in the scalar BFS's order;
-        the next level is expanded from the states in fingerprint order (the key's when exact:
-        successors then come out in sorted runs), with each state's row in storage order to
-        compute priorities. The visited set's merge runs beside the rest, in the pool."""
+        the next level is expanded from them (``_in_memory``), with each state's row in storage
+        order to compute priorities. The visited set's merge runs beside the rest, in the pool."""
         if isinstance(new, SpilledLevel):
             merge, args = self._absorb, (new.fingerprints,)
         else:
@@ -242,11 +241,24 @@ class VectorSearch(MemoryFit):
         prio = new.prio.take(by_prio)
         n = len(by_prio)
         self.frontier, self.frontier_rows = new.keys, None  # the last level's rows let go first
-        self.frontier_rows = np.empty(n, dtype=np.uint32)  # rows as the level log's parents: 32 bits
-        self.frontier_rows[by_prio] = np.arange(n, dtype=np.uint32)
+        # The next level is expanded in key order where the key is the fingerprint: successors
+        # then come out in sorted runs (kip320-rf3-e3 took 18 to 21% longer in storage order).
+        # Hashed keys have no runs: they are expanded in storage order, where a state's children
+        # lie side by side, so that the states two of them reach (two independent steps taken in
+        # either order) are found within one chunk, not once in each of two: rf4-min-isr2's chunks
+        # found 1.03 new states for each state stored, against 1.89 in fingerprint order (exact
+        # keys in key order: 1.04 to 1.07). rf 5 with two records on two processes: 8 to 15% less
+        # time (bench/README).
+        if self.kernel.exact:
+            self.frontier_rows = np.empty(n, dtype=np.uint32)  # rows as the level log's parents: 32 bits
+            self.frontier_rows[by_prio] = np.arange(n, dtype=np.uint32)
+            stored = new.keys.take(by_prio, axis=1) if self.keep_levels or not self.keys else None
+        else:
+            self.frontier = stored = new.keys.take(by_prio, axis=1)
+            self.frontier_rows = np.arange(n, dtype=np.uint32)
         if self.keep_levels or not self.keys:
-            self.keys.append(new.keys.take(by_prio, axis=1))
-        del by_prio
+            self.keys.append(stored)
+        del by_prio, stored
         self.levels.append((prio // len(self.rank)).astype(np.uint32), self.by_rank[prio % len(self.rank)])
         if new.orbits is not None:
             self.full_states += int(new.orbits.sum())

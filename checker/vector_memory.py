@@ -122,8 +122,11 @@ class MemoryFit:
             else:
                 self.visited_set.add(ordered, self.visited_set.locate(ordered)[0])
         check_found(self.found, found, self.saver.folder)
-        order = np.argsort(fp, kind="stable")
-        self.frontier, self.frontier_rows = keys[:, order], order.astype(np.uint32)
+        if kernel.exact:  # the expansion order _in_memory chooses: the key's, or storage order
+            order = np.argsort(fp, kind="stable")
+            self.frontier, self.frontier_rows = keys[:, order], order.astype(np.uint32)
+        else:
+            self.frontier, self.frontier_rows = np.array(keys), np.arange(keys.shape[1], dtype=np.uint32)
         # what _make_room's guess reads, as _store would have left it: the last level's growth,
         # and a level's bytes a state in memory (New: fp, pos, prio, keys unless a view of fp, orbits)
         sizes = [level.shape[1] for level in self.keys[-2:]]

@@ -168,10 +168,11 @@ class VisitedSet:
 
 
 class ChunkedFrontier:
-    """A level in memory as the next level is expanded from it: its keys (in fingerprint order)
-    and each state's row in storage order, cut into the chunks' columns, each let go once its
-    chunk has taken it. The expanded part of a wide level then no longer waits for the level's
-    end, where the level's new states peak (main-job-r3's widest: 29 MiB, measured)."""
+    """A level in memory as the next level is expanded from it: its keys (in the expansion
+    order ``VectorSearch._in_memory`` chooses) and each state's row in storage order, cut into
+    the chunks' columns, each let go once its chunk has taken it. The expanded part of a wide
+    level then no longer waits for the level's end, where the level's new states peak
+    (main-job-r3's widest: 29 MiB, measured)."""
 
     def __init__(self, keys: np.ndarray, rows: np.ndarray, chunk: int) -> None:
         self.shape = keys.shape

@@ -7,8 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isrcheck.checker import CheckOptions
+from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.vector_arrays import NO_PRIO, LevelParts, New, held_bytes, merged, radix_argsort
 from isrcheck.checker.vector_store import MERGE_BLOCK, ChunkedFrontier, LevelLog, VisitedSet
+from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.kernel import kernel_for
 
 
 def test_in_place_merges_give_the_sorted_union_across_blocks_and_growth():
@@ -176,3 +180,32 @@ def test_the_radix_argsort_is_numpys_stable_argsort():
     ]
     for values in cases:
         assert (radix_argsort(values) == np.argsort(values, kind="stable")).all()
+
+
+@pytest.mark.parametrize("config", [ModelConfig(rf=3, min_isr=2, max_records=1, kafka_version="3.9"),
+                                    ModelConfig(rf=4, min_isr=2, max_records=1, max_leader_epoch=1)],
+                         ids=["exact", "hashed"])
+def test_exact_keys_are_expanded_in_key_order_and_hashed_ones_in_storage_order(config, monkeypatch):
+    """Key order gives exact keys' successors in sorted runs; hashed keys have none, and in
+    storage order a state's children share a chunk, so that the states two of them reach are
+    found once, not once in each of two chunks (here, chunks of 2,048 states: 1.97 chunk entries
+    a stored state in fingerprint order, 1.12 in storage order, measured)."""
+    model = ReplicationModel(config)
+    kernel = kernel_for(model)
+    frontiers, entries = [], []
+    real_frontier, real_add = ChunkedFrontier.__init__, LevelParts.add
+    monkeypatch.setattr(ChunkedFrontier, "__init__", lambda self, keys, rows, chunk: frontiers.append(
+        (keys.copy(), rows.copy())) or real_frontier(self, keys, rows, chunk))
+    monkeypatch.setattr(LevelParts, "add", lambda self, part: entries.append(len(part.fp)) or real_add(self, part))
+    search = VectorSearch(model, kernel, [], CheckOptions(explore_all=True, symmetry=True, max_depth=16),
+                          chunk=2048, keep_levels=True, workers=1)
+    result = search.run()
+    assert result.stats.states > 20_000 and len(frontiers) > 10
+    for (keys, rows), stored in zip(frontiers, search.keys):
+        assert (keys[:, np.argsort(rows)] == stored).all()  # rows: each key's place in storage order
+        if kernel.exact:
+            assert (keys[0][1:] > keys[0][:-1]).all()
+        else:
+            assert (rows == np.arange(len(rows))).all()
+    if not kernel.exact:
+        assert sum(entries) < 1.25 * result.stats.states
