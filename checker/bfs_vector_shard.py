@@ -6,9 +6,9 @@ of many short NumPy calls (the plan's expansion, canonical forms, properties) wa
 (bench/README, "What a second core gives"). A worker here is a whole one-thread
 ``VectorSearch`` over its shard of the visited set: it expands its part of the frontier
 chunk by chunk, keeps each chunk's distinct successors it owns (filtered against its
-visited set, properties checked) and holds the rest, sorted by fingerprint, for their
-owners; at the exchange it sends those, filters what it receives the same way, and stores
-its part of the level. A state's parent is a global id: the parent's local index (its
+visited set) and holds the rest, sorted by fingerprint, for their owners; at the exchange
+it sends those, filters what it receives the same way, and stores its part of the level,
+whose states it checks against the properties then, each once. A state's parent is a global id: the parent's local index (its
 position among the worker's stored states) times the workers, plus the worker. Levels
 are the same sets as in one process, so counts, depths, verdicts and shortest trace
 lengths agree; which parent a state keeps may differ (the search keeps the least id).
@@ -51,6 +51,11 @@ def owners(fp: np.ndarray, workers: int, exact: bool) -> np.ndarray:
 class ShardSearch(VectorSearch):
     """One worker's part of a vector search, answering ``bfs_parallel``'s messages."""
 
+    # Its level's states are checked once merged: the children of one state go to their
+    # owners, so a state two of them reach is often found by both workers and sent to its
+    # owner twice (rf4-min-isr2 on two processes: 6% less time than checking each part, measured)
+    checked_when_stored = True
+
     def __init__(self, index: int, workers: int, model: Any, kernel: Any, properties, pending, options, stop,
                  inbox, outbox) -> None:
         super().__init__(model, kernel, properties, options, workers=1)
@@ -86,7 +91,7 @@ class ShardSearch(VectorSearch):
             elif len(rows):
                 self.outgoing[w].append(picked)
         del fp, prio, orbits, keys, index, shares, picked
-        return unvisited(self.kernel, self.visited_set, self.pending, mine)
+        return unvisited(self.kernel, self.visited_set, self._chunk_pending, mine)
 
     # ---- the messages ---------------------------------------------------------------------------
     def absorb(self, keys: np.ndarray) -> tuple[int, dict[str, int]]:
@@ -141,7 +146,7 @@ class ShardSearch(VectorSearch):
         for peer in range(self.W):
             if peer != self.me:
                 for block in self.inbox[peer].recv():
-                    self.parts.add(unvisited(self.kernel, self.visited_set, self.pending, block))
+                    self.parts.add(unvisited(self.kernel, self.visited_set, self._chunk_pending, block))
         for t in senders:
             t.join()
         del outgoing

@@ -1,6 +1,6 @@
 """A chunk's successors on the vector search: each distinct state once with its first
-discovery (``distinct``), then those the visited set lacks, with their property verdicts
-(``unvisited``). The one-process search runs both on every chunk; a worker of the split
+discovery (``distinct``), then those the visited set lacks (``unvisited``), and the first
+of them to decide each property (``first_deciding``). The one-process search runs both on every chunk; a worker of the split
 search (``bfs_vector_shard.py``) runs ``unvisited`` on the states it owns, its own
 chunks' and those its peers send."""
 
@@ -49,7 +49,8 @@ def distinct(kernel: Any, symmetry: bool, successors: list[np.ndarray], compiled
 def unvisited(kernel: Any, visited_set: Any, pending: list, found: list) -> New:
     """Of distinct states (``distinct``'s list, emptied; with ``index`` None, ``keys`` are
     theirs column for column), those ``visited_set`` lacks, with the least priority of one
-    that decides each ``pending`` property (name, batch predicate, expected value)."""
+    that decides each ``pending`` property (``first_deciding``): none passed where the search
+    checks the level's states once merged (``VectorSearch.checked_when_stored``)."""
     fp, prio, orbits, keys, index = found
     found.clear()
     pos, fresh = visited_set.locate(fp)
@@ -69,11 +70,17 @@ def unvisited(kernel: Any, visited_set: Any, pending: list, found: list) -> New:
     del index
     if visited_set.n < 1 << 32:  # a chunk's parts are held till the level's merge: 4 bytes
         pos = pos.astype(np.uint32)
+    return New(fp, pos, prio, keys, first_deciding(kernel, pending, keys, prio), orbits)
+
+
+def first_deciding(kernel: Any, pending: list, keys: np.ndarray, prio: np.ndarray) -> np.ndarray:
+    """Per ``pending`` property (name, batch predicate, expected value), the least priority of a
+    state among ``keys`` that decides it (NO_PRIO: none)."""
     deciding = np.full(len(pending), NO_PRIO, dtype=np.int64)
-    if pending and len(fp):
+    if pending and len(prio):
         values = kernel.evaluate(keys, [pred for _, pred, _ in pending])
         for i, ((_, _, always), holds) in enumerate(zip(pending, values)):
             decides = holds != always
             if decides.any():
                 deciding[i] = prio[decides].min()
-    return New(fp, pos, prio, keys, deciding, orbits)
+    return deciding

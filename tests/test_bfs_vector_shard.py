@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from isrcheck.checker import BfsEngine, CheckOptions
+from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.bfs_vector_shard import owners
 from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.kernel import VectorKernel
 from isrcheck.properties import select
 from isrcheck.traces import replay, trace_from_path
 
@@ -91,6 +93,29 @@ def test_the_state_graph_runs_on_threads_and_says_why():
         model, select(model.config), CheckOptions(keep_graph=True))
     assert not result.processes and result.kernel == "vector" and result.graph is not None
     assert "state graph" in result.kernel_note
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_levels_checked_once_merged_find_what_their_chunks_find(workers, monkeypatch):
+    """A worker checks its level's states once merged (``checked_when_stored``: a state two
+    workers found reaches its owner twice), one process each chunk's as it comes: the same
+    first deciding states, and with it each state stored is checked exactly once. Shown on
+    the one-process search, whose calls this process sees."""
+    model = ReplicationModel(TWO_WORDS)
+    props, options = select(TWO_WORDS), CheckOptions(symmetry=True, explore_all=True, max_depth=14)
+    engine = BfsEngine(kernel="vector", workers=workers)
+    chunks = engine.check(model, props, options)
+    checked: list[int] = []
+    real = VectorKernel.evaluate
+    monkeypatch.setattr(VectorKernel, "evaluate", lambda self, keys, preds: checked.append(keys.shape[1]) or real(self, keys, preds))
+    monkeypatch.setattr(VectorSearch, "checked_when_stored", True)
+    merged = engine.check(model, props, options)
+    assert any(p.status == "holds" for p in merged.properties)  # pending to the end: every state checked
+    assert sum(checked) == merged.stats.states > 10_000
+    stats = lambda r: (r.stats.states, r.stats.generated, r.stats.depth, r.stats.full_states)
+    assert stats(merged) == stats(chunks)
+    assert [(p.name, p.status, p.path) for p in merged.properties] == [(p.name, p.status, p.path) for p in chunks.properties]
+    assert any(p.path is not None for p in merged.properties)
 
 
 def test_owners_spread_fingerprints_of_both_kinds():
