@@ -26,6 +26,7 @@ CONFIGS = {  # codec and words: the main job is one mixed-radix word, the others
     "rf4-min-isr2": ModelConfig(rf=4, min_isr=2, max_records=1),
     "rf5-min-isr3-3.9": ModelConfig(rf=5, min_isr=3, max_records=1, max_leader_epoch=1, kafka_version="3.9"),
     "rf5-two-records": ModelConfig(rf=5, min_isr=3, max_records=2, max_leader_epoch=1),
+    "rf6": ModelConfig(rf=6, min_isr=4, max_records=1, max_leader_epoch=1),  # the widest the loop takes (RF_MAX)
 }
 
 
