@@ -56,7 +56,7 @@ from .vector_arrays import NO_PRIO, LevelParts, New, held_bytes, radix_argsort
 from .vector_chunk import distinct, first_deciding, unvisited
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
-from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, mapped_keys
+from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, canonical_compiled, mapped_keys
 from .vector_traces import path_to
 
 
@@ -116,11 +116,8 @@ class VectorSearch(MemoryFit):
         # the state graph, else on disk (read only to rebuild a trace, or to save the level): in
         # a temporary folder, or in the checkpoint's level files once saved (in memory till then)
         self.levels = LevelLog(on_disk=not keep_levels and saving is None)
-        # sorted fingerprints of every stored state; canonical forms compiled from rf 4, where most
-        # successors tie: NumPy's cost 84 (rf 4) to 156 ns (rf 5) a successor, the loop's 77 to 122,
-        # measured. At rf 3 the loop gained nothing measurable (main-job-4.1, main-job-r3), and a
-        # first run of the main job on a machine took 7 s more, compiling it.
-        self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=options.symmetry and kernel.T.rf >= 4)
+        # sorted fingerprints of every stored state
+        self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=canonical_compiled(kernel, options.symmetry))
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, in expansion order (_in_memory)
         # their rows in the last level's storage order (None out of core: the queue is in that order)
         self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)
