@@ -64,13 +64,13 @@ from .vector_traces import path_to
 def vector_kernel(
     model: SearchModel, properties: Sequence[Property], options: CheckOptions
 ) -> tuple[VectorKernel | None, str]:
-    """The kernel that can run this check, or None and why not."""
+    """The kernel that can run this check, or None and why not (in words the report shows)."""
     try:
         kernel = kernel_for(model)
     except KernelUnsupported as e:
-        return None, str(e)
+        return None, f"not on the vector kernel: {e}"
     why = kernel.supports_symmetry() if options.symmetry else ""
-    return (None, why) if why else (kernel, "")
+    return (None, f"not on the vector kernel: {why}") if why else (kernel, "")
 
 
 def default_workers() -> int:

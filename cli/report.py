@@ -160,6 +160,8 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     if r.workers > 1:
         kernel = f" ({r.kernel} kernel, {r.workers} {'processes' if r.processes else 'threads'})"
     lines.append(f"engine {r.engine}{kernel}, symmetry reduction {'on' if r.symmetry else 'off'}")
+    if r.kernel_note:  # why the requested kernel or workers did not run
+        lines.append(f"  {r.kernel_note}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     shared = r.search_note  # the whole search's: said once, below the verdicts
     for p in r.properties:

@@ -220,7 +220,8 @@ class KernelTables:
         self.rq_off = np.concatenate([[0], np.cumsum(self.rq_pow)]).astype(np.int64)  # first index of length k
         self.n_rq = n_rq = int(self.rq_off[me + 2])
         if n_rq * (me + 4) * 8 > MAX_TABLE_BYTES:
-            raise KernelUnsupported(f"the table of request sequences would take {n_rq * (me + 4) * 8 >> 20:,} MiB")
+            raise KernelUnsupported(f"the table of request sequences would take {n_rq * (me + 4) * 8 >> 20:,} MiB "
+                                    f"(a power of --max-leader-epoch: a lower bound makes it smaller)")
         rq_slot = np.full((n_rq, me + 1), n_slot, dtype=np.int64)
         rq_nle = np.zeros(n_rq, dtype=np.int64)
         for k in range(me + 2):

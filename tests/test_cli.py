@@ -99,6 +99,20 @@ def test_a_fingerprinted_search_gives_its_collision_estimate_once_below_the_verd
     assert "collision" not in run_cli("check-model", *args, "--kernel", "scalar").stdout
 
 
+def test_a_run_off_the_vector_kernel_says_why_below_the_engine_line_and_in_the_json(tmp_path):
+    """rf 6 at the default leader-epoch bound: the vector kernel's table of request sequences
+    would take hundreds of MiB, so the scalar kernel runs; the report says why and what helps."""
+    args = ["--core", "--rf", "6", "--max-depth", "2", "--trace-dir", str(tmp_path)]
+    lines = run_cli("check-model", *args).stdout.splitlines()
+    engine = next(i for i, line in enumerate(lines) if line.startswith("engine bfs (scalar kernel"))
+    assert lines[engine + 1].startswith("  not on the vector kernel: the table of request sequences"), lines
+    assert "--max-leader-epoch" in lines[engine + 1]
+    _, report = run_json(*args)
+    assert report["kernel"] == "scalar" and report["kernel_note"] == lines[engine + 1].strip()
+    vector = run_cli("check-model", *args, "--max-leader-epoch", "1").stdout
+    assert "engine bfs (vector kernel" in vector and "not on the vector kernel" not in vector
+
+
 def test_max_depth_bounds_the_search_and_the_verdict_says_so(tmp_path):
     code, report = run_json("--core", "--protocol", "hw-truncation", "--rf", "2", "--max-depth", "8",
                             "--property", "weak-isr", "--trace-dir", str(tmp_path))
