@@ -112,7 +112,8 @@ class VectorKernel:
     def int_of_key(column: np.ndarray) -> int:
         return sum(int(w) << (64 * i) for i, w in enumerate(column))
 
-    def fingerprints(self, keys: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def fingerprints(keys: np.ndarray) -> np.ndarray:
         """One uint64 per state: the key itself when it is one word, else its words folded,
         each step through splitmix64's finalizer, ``h = mix(mix(k0) ^ k1) ...``. Every step
         must mix fully: keys are bit fields, and two states often differ in the same few
@@ -120,10 +121,10 @@ class VectorKernel:
         carries a difference only upwards) before xoring in the second, so such pairs
         collided with probability about 2^-15, not 2^-64: rf 6's space (14.5 M states) lost
         one state that way (tests/test_kernel.py)."""
-        if self.words == 1:
+        if keys.shape[0] == 1:
             return keys[0]
         h = _mixed(keys[0].copy())
-        for w in range(1, self.words):
+        for w in range(1, keys.shape[0]):
             h ^= keys[w]
             _mixed(h)
         return h
@@ -210,6 +211,13 @@ def kernel_for(model: Any) -> VectorKernel:
             del _RECENT[next(iter(_RECENT))]
         _RECENT[key] = kernel
     return kernel
+
+
+def forget_kernels() -> None:
+    """Drop the kernels ``kernel_for`` keeps: a long-lived process that has checked big
+    configurations (a test process: 961 MiB resident after test_kernel_kafka, 126 without
+    its two kernels) then holds only what it still uses."""
+    _RECENT.clear()
 
 
 def _mixed(x: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import pytest
 from isrcheck.checker import BfsEngine, CheckOptions
 from isrcheck.checker.engine import release_freed_memory
 from isrcheck.model import ModelConfig, ReplicationModel
+from isrcheck.model.kernel import forget_kernels
 from isrcheck.properties import select
 
 
@@ -22,10 +23,14 @@ def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", worker
 
 @pytest.fixture(scope="module", autouse=True)
 def memory_freed_by_earlier_modules_goes_back():
-    """Each module starts with what earlier ones freed handed back to the system: tests that
-    read this process's resident set (memory limits, the fuzz harness's forked children)
-    then see what is in use, not glibc's arenas (1.4 GB after test_kernel_kafka, 0.3 in use),
-    whichever modules a pytest-xdist worker ran before."""
+    """Each module starts without the kernels earlier ones built and with what they freed
+    handed back to the system: tests that read this process's resident set (memory limits,
+    the fuzz harness's forked children) then see what is in use, not glibc's arenas (1.4 GB
+    after test_kernel_kafka, 0.3 in use) nor cached kernels (the forked children of
+    test_fuzz's harness started with 961 MiB after test_kernel_kafka, and a run under
+    --max-memory 1G had no room for its tables), whichever modules a pytest-xdist worker
+    ran before."""
+    forget_kernels()
     gc.collect()
     release_freed_memory()
 
