@@ -74,13 +74,8 @@ if p["kernel"] == "vector":
     if not kernel.exact:  # the compiled loops of a search on hashed keys: imports, as numpy's above
         try:
             from isrcheck.checker.vector_loops import load
-            try:  # and the compiled canonical forms, where the search uses them
-                from isrcheck.checker.vector_store import canonical_compiled
-                canonical = canonical_compiled(kernel, p["symmetry"])
-            except ImportError:  # older builds: wherever symmetry is on
-                canonical = p["symmetry"]
             try:
-                load(kernel, canonical)
+                load(kernel, p["symmetry"])  # and the compiled canonical forms
             except TypeError:  # older builds: no symmetry loop
                 load()
         except ImportError:  # older builds: none

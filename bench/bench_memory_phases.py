@@ -59,13 +59,8 @@ def main(argv: list[str]) -> None:
         kernel.supports_symmetry()
     if not kernel.exact:  # the compiled loops, a fixed cost as the tables are (bench_bfs.py)
         from isrcheck.checker.vector_loops import load
-        try:  # and the compiled canonical forms, where the search uses them
-            from isrcheck.checker.vector_store import canonical_compiled
-            canonical = canonical_compiled(kernel, p["symmetry"])
-        except ImportError:  # older builds: wherever symmetry is on
-            canonical = p["symmetry"]
         try:
-            load(kernel, canonical)
+            load(kernel, p["symmetry"])  # and the compiled canonical forms
         except TypeError:  # older builds: no symmetry loop
             load()
     baseline, phase, samples, levels = current_rss(), ["outside a level"], [], {}

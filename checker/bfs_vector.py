@@ -56,7 +56,7 @@ from .vector_arrays import NO_PRIO, LevelParts, New, held_bytes, radix_argsort
 from .vector_chunk import distinct, first_deciding, unvisited
 from .vector_memory import CHUNK, MemoryFit
 from .vector_spill import FrontierFile, LevelRuns, SpilledLevel
-from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, canonical_compiled, mapped_keys
+from .vector_store import ChunkedFrontier, LevelLog, VisitedSet, mapped_keys
 from .vector_traces import path_to
 
 
@@ -117,7 +117,7 @@ class VectorSearch(MemoryFit):
         # a temporary folder, or in the checkpoint's level files once saved (in memory till then)
         self.levels = LevelLog(on_disk=not keep_levels and saving is None)
         # sorted fingerprints of every stored state
-        self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=canonical_compiled(kernel, options.symmetry))
+        self.visited_set = VisitedSet(hashed=not kernel.exact, canonical=kernel.compiles_canonical(options.symmetry))
         self.frontier = np.empty((kernel.words, 0), dtype=np.uint64)  # the last level, in expansion order (_in_memory)
         # their rows in the last level's storage order (None out of core: the queue is in that order)
         self.frontier_rows: np.ndarray | None = np.empty(0, dtype=np.uint32)

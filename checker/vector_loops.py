@@ -25,17 +25,17 @@ from numba import njit
 BUCKET_SHIFT = 2  # 2 to 4 a bucket: as fast as or faster than 1-2, 4-8 or 8-16 (1,000 to 1.5 M fingerprints), measured
 
 
-def load(kernel: Any = None, canonical: bool = False) -> None:
-    """Load both loops (compiling them on a machine that has not yet), and with ``canonical``
-    the kernel's compiled canonical forms (where the search uses them:
-    ``vector_store.canonical_compiled``): what the search's first big chunk pays otherwise.
+def load(kernel: Any = None, symmetry: bool = False) -> None:
+    """Load both loops (compiling them on a machine that has not yet), and with ``symmetry``
+    the kernel's compiled canonical forms where the search uses them
+    (``VectorKernel.compiles_canonical``): what the search's first big chunk pays otherwise.
     bench/ calls it before reading its memory baseline, as it builds the tables: Numba's
     125 MiB are a fixed cost, like theirs, not bytes of any state."""
     one = np.zeros(1, dtype=np.uint64)
     gallop(one, one)
     for prio_type in (np.uint32, np.int64):  # the priorities' two widths (``VectorSearch._priorities``)
         sorted_firsts(one, one.astype(prio_type))
-    if canonical:
+    if kernel is not None and kernel.compiles_canonical(symmetry):
         kernel.canonical_and_orbits(kernel.initial_keys(), compiled=True)
 
 

@@ -22,7 +22,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,14 +38,6 @@ COMPILED_CANONICAL_LEVEL = 1 << 14  # ... and where they make the canonical form
 # memory left under --max-memory that loading them takes: Numba's 100 to 125 MiB (measured), the
 # canonical forms' tables (38 MB at rf 5) and room to spare
 COMPILED_ROOM = 224 << 20
-
-
-def canonical_compiled(kernel: Any, symmetry: bool) -> bool:
-    """Whether a search's canonical forms are worth compiling (``VisitedSet.use_compiled``): from
-    rf 4, where most successors tie. NumPy's cost 84 (rf 4) to 156 ns (rf 5) a successor, the
-    loop's 77 to 122, measured. At rf 3 the loop gained nothing measurable (main-job-4.1,
-    main-job-r3), and a first run of the main job on a machine took 7 s more, compiling it."""
-    return symmetry and kernel.T.rf >= 4
 
 
 class VisitedSet:

@@ -164,6 +164,14 @@ class VectorKernel:
             self._symmetry = KernelSymmetry(self.T)
         return self._symmetry
 
+    def compiles_canonical(self, symmetry: bool) -> bool:
+        """Whether a search's canonical forms are worth the compiled loop
+        (``kernel_symmetry_loops.py``): from rf 4, where most successors tie. NumPy's cost 84
+        (rf 4) to 156 ns (rf 5) a successor, the loop's 77 to 122, measured. At rf 3 the loop
+        gained nothing measurable (main-job-4.1, main-job-r3), and a first run of the main job
+        on a machine took 7 s more, compiling it."""
+        return symmetry and self.T.rf >= 4
+
     def supports_symmetry(self) -> str:
         """'' when ``canonical`` can run here, else why not (its tables would be too big)."""
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pickle
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -424,3 +425,10 @@ def test_fingerprints_of_states_differing_in_the_same_high_bits_of_two_words_do_
     keys = np.stack([a[0, 0] ^ (high0 << np.uint64(49)), a[1, 0] ^ (high1 << np.uint64(56)), np.zeros(1 << 16, np.uint64)])
     assert len(np.unique(VectorKernel.fingerprints(keys))) == 1 << 16
     assert (VectorKernel.fingerprints(keys[:1]) == keys[0]).all()  # one word: the key itself
+
+
+def test_canonical_forms_are_compiled_from_rf_4_with_symmetry_only():
+    """The one rule the search (``VisitedSet``) and bench's ``vector_loops.load`` both read."""
+    at = lambda rf: SimpleNamespace(T=SimpleNamespace(rf=rf))  # noqa: E731  the rule reads the kernel's rf only
+    assert [VectorKernel.compiles_canonical(at(rf), True) for rf in (2, 3, 4, 5, 6)] == [False, False, True, True, True]
+    assert not VectorKernel.compiles_canonical(at(5), False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from isrcheck.checker import CheckOptions
 from isrcheck.checker.bfs_vector import VectorSearch
 from isrcheck.checker.vector_arrays import NO_PRIO, LevelParts, New, held_bytes, merged, radix_argsort
-from isrcheck.checker.vector_store import MERGE_BLOCK, ChunkedFrontier, LevelLog, VisitedSet, canonical_compiled
+from isrcheck.checker.vector_store import MERGE_BLOCK, ChunkedFrontier, LevelLog, VisitedSet
 from isrcheck.model import ModelConfig, ReplicationModel
 from isrcheck.model.kernel import kernel_for
 
@@ -29,12 +28,6 @@ def test_in_place_merges_give_the_sorted_union_across_blocks_and_growth():
     low = np.array([0, 1], dtype=np.uint64)  # before every value: everything moves
     visited.add(low, np.searchsorted(visited.values, low))
     assert (visited.values == np.concatenate([low, reference])).all()
-
-
-def test_canonical_forms_are_compiled_from_rf_4_with_symmetry_only():
-    at = lambda rf: SimpleNamespace(T=SimpleNamespace(rf=rf))  # noqa: E731
-    assert [canonical_compiled(at(rf), True) for rf in (2, 3, 4, 5, 6)] == [False, False, True, True, True]
-    assert not canonical_compiled(at(5), False)
 
 
 def test_the_smallest_gap_of_a_small_set():
