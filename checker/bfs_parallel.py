@@ -92,6 +92,7 @@ class _Worker:
         self.actions = array("I")
         self.visited: set[int] = set()
         self.frontier_start = 0
+        self.expanded = 0  # states expanded so far, in order
         self.buckets: list = []  # a level's candidates by owner, between its expansion and the exchange
         self.pending = [(p.name, p.compile(model), verdict.always(p)) for p in properties]
 
@@ -128,6 +129,7 @@ class _Worker:
         end = len(self.states)
         stopped = False
         next_look = 0.0
+        self.expanded = end
         for i in range(self.frontier_start, end):
             gid = i * workers + me
             nexts = succ(self.states[i])
@@ -145,6 +147,7 @@ class _Worker:
                 next_look = time.monotonic() + LOOK_EVERY
                 if self.stop.is_set():
                     stopped = True
+                    self.expanded = i + 1
                     break
         return generated, EXCHANGE_BYTES * sum(len(b[0]) for b in buckets), stopped, True
 
@@ -153,7 +156,8 @@ class _Worker:
         ``keep`` (a memory stop) drop them all instead: exchanging needs room. A level is one
         round here: always its ``last``."""
         buckets, self.buckets = self.buckets, []
-        if not keep:
+        if not keep:  # the level's successors are dropped: none of it counts as expanded
+            self.expanded = self.frontier_start
             return 0, {}
         me = self.index
         senders = [
@@ -173,10 +177,12 @@ class _Worker:
         """(state, parent's global id or -1, action) of local index ``i``."""
         return self.states[i], self.parents[i], self.actions[i]
 
-    def finish(self, complete: bool) -> tuple[int, int | None]:
-        """States stored, and before symmetry reduction when ``complete`` (costly: else None)."""
+    def finish(self, complete: bool) -> tuple[int, int | None, int]:
+        """States stored, before symmetry reduction when ``complete`` (costly: else None), and
+        those not expanded yet."""
         orbit = self.model.symmetry.orbit_size if self.canonical is not None and complete else None
-        return len(self.states), sum(orbit(s) for s in self.states) if orbit else None
+        full = sum(orbit(s) for s in self.states) if orbit else None
+        return len(self.states), full, len(self.states) - self.expanded
 
 
 def serve(worker: Any, conn) -> None:
@@ -357,18 +363,21 @@ class _Coordinator:
         exhausted = complete and (
             new == 0 or (opts.max_depth is not None and depth >= opts.max_depth)
         )
-        finals = self._all([("finish", complete)] * W)  # a stopped run skips the count before symmetry
+        finals = self._all([("finish", complete)] * W)  # (states, before symmetry or None, not expanded)
         self.memory.now()
         paths = {name: self._path(*where) for name, where in found.items()}
-        note = self.shards.note(sum(n for n, _ in finals), generated, lambda msg: self._all([msg] * W))
+        stored = sum(n for n, _, _ in finals)
+        note = self.shards.note(stored, generated, lambda msg: self._all([msg] * W))
         results = property_results(self.properties, paths, exhausted, note)
+        full = [f for _, f, _ in finals]
         stats = Stats(
-            states=sum(n for n, _ in finals),
+            states=stored,
             generated=generated,
             depth=depth,
             seconds=time.monotonic() - started,
             peak_memory=max(self.peak_before, self.memory.peak),
-            full_states=sum(f for _, f in finals) if opts.symmetry and complete else None,
+            queue=sum(q for _, _, q in finals),
+            full_states=sum(full) if opts.symmetry and None not in full else None,
         )
         return CheckResult("bfs", complete, results, stats, exhausted, stop, opts.symmetry, workers=W, search_note=note,
                            processes=True)

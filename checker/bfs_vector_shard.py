@@ -67,6 +67,7 @@ class ShardSearch(VectorSearch):
         self.starts: list[int] = []  # per stored level, the local index of its first state
         self.level_start = 0  # the local index of the frontier's first state
         self.next_start = 0  # the frontier's next chunk
+        self.expanded = 0  # states expanded so far (the frontier's chunks are expanded in order)
         self.pending = pending  # (name, batch predicate, expected value): traced before the fork
 
     # ---- the search's hooks ---------------------------------------------------------------------
@@ -125,6 +126,7 @@ class ShardSearch(VectorSearch):
             stopped = self.stop_event.is_set()
             if not self.next_start % (ROUND * self.chunk):
                 break
+        self.expanded = self.level_start + min(self.next_start, n)
         last = self.next_start >= n or stopped
         # the candidates sent (pickled, sent, unpickled: three copies at most at once), and after
         # the last round the level stored: a copy of its new states, the visited set's growth
@@ -136,8 +138,9 @@ class ShardSearch(VectorSearch):
         """Send every peer its candidates, filter what they send; after the level's last round,
         store it: (new states, found)."""
         outgoing, self.outgoing = self.outgoing, []
-        if not keep:
+        if not keep:  # the level's successors are dropped: none of it counts as expanded
             self.parts = None
+            self.expanded = self.level_start
             return 0, {}
         senders = [threading.Thread(target=self.outbox[peer].send, args=(outgoing[peer],))
                    for peer in range(self.W) if peer != self.me]
@@ -187,9 +190,10 @@ class ShardSearch(VectorSearch):
         fp = self.visited_set.values
         return (smallest_gap(fp), int(fp[0]), int(fp[-1])) if len(fp) else (0, -1, -1)
 
-    def finish(self, complete: bool) -> tuple[int, int | None]:
-        """States stored, and before symmetry reduction when ``complete``."""
-        return self.states, self.full_states if self.symmetry and complete else None
+    def finish(self, complete: bool) -> tuple[int, int | None, int]:
+        """States stored, before symmetry reduction (summed level by level: known when stopped
+        too), and those not expanded yet."""
+        return self.states, self.full_states if self.symmetry else None, self.states - self.expanded
 
 
 def run_shard(conn, index, workers, stop, inbox, outbox, model, kernel, properties, pending, options) -> None:

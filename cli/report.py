@@ -79,6 +79,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "states_before_symmetry": r.stats.full_states,
         "generated": r.stats.generated,
         "depth": r.stats.depth,
+        **({"queued": r.stats.queue} if not r.complete else {}),  # found, not expanded: the text's "still queued"
         "seconds": round(r.stats.seconds, 3),
         "states_per_second": round(r.stats.states_per_second, 1),
         "peak_memory_bytes": r.stats.peak_memory,

@@ -58,6 +58,7 @@ def test_max_depth_bounds_the_parallel_search_too():
     config = ModelConfig(rf=2, protocol="hw-truncation", core=True)
     _, one, two = both(config, max_depth=8)
     assert (two.stats.states, two.stats.depth) == (one.stats.states, one.stats.depth) and two.stats.depth == 8
+    assert two.stats.queue == one.stats.queue > 0  # the last level's states, not expanded
     assert verdicts(two) == verdicts(one)
 
 
@@ -66,6 +67,7 @@ def test_a_time_limit_stops_the_workers_with_an_incomplete_result():
     result = ParallelBfsEngine(2).check(model, select(model.config), CheckOptions(symmetry=True, time_limit=0.5))
     assert not result.complete and result.stop_reason == "time limit"
     assert 0 < result.stats.states < 3_752_473
+    assert 0 < result.stats.queue < result.stats.states  # what was found and not expanded: the report's "still queued"
     assert all(p.status in ("unknown", "holds") for p in result.properties)
 
 

@@ -75,6 +75,7 @@ def test_an_early_stop_gives_the_same_verdicts_and_lengths():
 def test_max_depth_bounds_the_split_search_too():
     _, one, split = both(ModelConfig(rf=2, protocol="hw-truncation", core=True), max_depth=8)
     assert (split.stats.states, split.stats.depth) == (one.stats.states, one.stats.depth) and split.stats.depth == 8
+    assert split.stats.queue == one.stats.queue > 0  # the last level's states, not expanded
     assert verdicts(split) == verdicts(one)
 
 
@@ -84,6 +85,8 @@ def test_a_time_limit_stops_the_workers_with_an_incomplete_result():
     result = engine.check(model, select(model.config), CheckOptions(symmetry=True, time_limit=1.0))
     assert not result.complete and result.stop_reason == "time limit"
     assert 0 < result.stats.states < 17_397_330 and result.stats.seconds < 5
+    assert 0 < result.stats.queue < result.stats.states  # what was found and not expanded: the report's "still queued"
+    assert result.stats.full_states > result.stats.states  # summed level by level: known when stopped too
     assert all(p.status in ("unknown", "holds") for p in result.properties)
 
 

@@ -80,6 +80,7 @@ def test_time_limit_stops_cleanly_with_exit_3_and_what_was_explored(tmp_path):
     assert code == 3
     assert report["complete"] is False and report["stop_reason"] == "time limit"
     assert report["states"] > 1000 and report["seconds"] < 10
+    assert 0 < report["queued"] < report["states"]  # found and not expanded
     proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--time-limit", "0.5s", "--trace-dir", str(tmp_path))
     assert proc.returncode == 3 and "INCOMPLETE (time limit)" in proc.stdout
 

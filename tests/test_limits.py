@@ -244,6 +244,7 @@ def test_the_vector_processes_stop_under_the_memory_limit_and_say_so(tmp_path):
     report = json.loads(proc.stdout)
     assert report["stop_reason"] == "memory limit" and report["workers"] == 2 and report["kernel"] == "vector"
     assert 0 < report["states"] < 17_397_330
+    assert 0 < report["queued"] <= report["states"]  # the level it could not hold: not expanded
     assert 60 << 20 < report["peak_memory_bytes"] <= 250 << 20
 
 
