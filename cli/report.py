@@ -79,7 +79,8 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "states_before_symmetry": r.stats.full_states,
         "generated": r.stats.generated,
         "depth": r.stats.depth,
-        **({"queued": r.stats.queue} if not r.complete else {}),  # found, not expanded: the text's "still queued"
+        # found, not expanded (the text's "still queued"): where states are enumerated and the search stopped
+        **({"queued": r.stats.queue} if not r.complete and r.engine in ("bfs", "spark") else {}),
         "seconds": round(r.stats.seconds, 3),
         "states_per_second": round(r.stats.states_per_second, 1),
         "peak_memory_bytes": r.stats.peak_memory,
@@ -195,6 +196,9 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     elif r.complete:
         scope = "the whole bounded space" if r.exhausted else "until every property was decided"
         lines.append(f"searched {scope}; bounds: {bounds_words(outcome)}")
+    elif r.engine == "z3":  # symbolic: no states are enumerated, none queued
+        lines.append(f"INCOMPLETE ({r.stop_reason}): every path checked up to depth {s.depth}; "
+                     "undecided properties are unknown")
     else:
         lines.append(
             f"INCOMPLETE ({r.stop_reason}): {s.states:,} states explored, depth {s.depth} fully explored, "

@@ -138,3 +138,14 @@ def test_workers_must_be_positive_and_belong_to_bfs(tmp_path):
                         (["--engine", "z3", "--workers", "2"], "--workers applies to --engine bfs")):
         proc = run_cli("check-model", *args, "--trace-dir", str(tmp_path))
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def test_a_stopped_symbolic_search_says_how_deep_it_checked_not_states_queued(tmp_path):
+    """z3 enumerates no states: its INCOMPLETE line names the depth every path was checked to."""
+    args = ("--rf", "2", "--engine", "z3", "--time-limit", "1s", "--trace-dir", str(tmp_path))
+    text = run_cli("check-model", *args, "--no-progress")
+    assert text.returncode == 3
+    assert "INCOMPLETE (time limit): every path checked up to depth" in text.stdout
+    assert "still queued" not in text.stdout and "states explored" not in text.stdout
+    code, report = run_json(*args)
+    assert code == 3 and report["complete"] is False and "queued" not in report
