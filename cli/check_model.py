@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -227,6 +228,9 @@ def feature_options(command):
               help="Progress on stderr: redrawn in place on a terminal, a line per report otherwise [default: on "
                    "a terminal].")
 @color_option
+@click.option("--replay-on-kafka", is_flag=True,
+              help="After the check, replay each counterexample and witness on a real Kafka cluster of the "
+                   "release checked (replay-kafka) and print the real outcome beside the model's verdict.")
 @click.option("--view", is_flag=True,
               help="After the report, show each violated property's trace step by step (as view-trace does).")
 def main(**params) -> int:
@@ -239,6 +243,8 @@ def main(**params) -> int:
     if params["graph_file"] is not None:
         keep_graph(run, params["graph_file"])
     check_outputs(run, params["junit_file"], params["graph_file"])
+    if params["replay_on_kafka"]:
+        refuse_replay(run)
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
     if run.engine == "bfs" and run.engine_args["workers"] is None:
@@ -253,8 +259,15 @@ def main(**params) -> int:
     except (OSError, FileProblem) as e:  # a checkpoint that could not be written, descriptors run out
         raise UsageFailure(f"the check stopped, nothing decided: {stopped_by(e, run)}") from None
     paint = params["fmt"] == "text" and wants_color(sys.stdout, params["color"])
-    click.echo(report.render_json(outcome) if params["fmt"] == "json" else colors.report_text(outcome, paint),
-               color=paint)
+    if params["fmt"] == "json":
+        doc = report.to_json(outcome)
+        if params["replay_on_kafka"]:
+            doc["kafka_replays"] = replay_traces(outcome, params["fmt"])
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(colors.report_text(outcome, paint), color=paint)
+        if params["replay_on_kafka"]:
+            replay_traces(outcome, params["fmt"])
     outputs = write_outputs(outcome, params["junit_file"])
     if params["graph_file"] is not None:
         graph_out(outputs, outcome, params["graph_file"])
@@ -267,6 +280,38 @@ def main(**params) -> int:
                 show_text(trace, color=params["color"], err=params["fmt"] == "json")
     outputs.finish()
     return exit_code(outcome.result)
+
+
+def refuse_replay(run: CheckRun) -> None:
+    """--replay-on-kafka needs saved traces of a Kafka release the harness runs."""
+    from isrcheck.cluster import ClusterError, jars
+
+    if run.config.core:
+        raise UsageFailure("--replay-on-kafka needs a Kafka release: --core checks the published specification")
+    if run.trace_dir is None:
+        raise UsageFailure("--replay-on-kafka replays the saved traces: give a --trace-dir")
+    try:
+        jars.release_for(run.config.kafka_version)
+    except ClusterError as e:
+        raise UsageFailure(f"--replay-on-kafka: {e}") from None
+
+
+def replay_traces(outcome: CheckOutcome, fmt: str) -> list[dict]:
+    """Each saved trace replayed on a real cluster (a minute or so each): one line each after
+    the text report, or the whole replay reports in the JSON one."""
+    import dataclasses
+
+    from .replay_kafka import run_replay, summary
+
+    out = []
+    for name, path in outcome.trace_files.items():
+        trace = outcome.traces[name]
+        click.echo(f"check-model: replaying the {name} trace on a real Kafka cluster ...", err=True)
+        rep = run_replay(trace, None, path.name)
+        if fmt == "text":
+            click.echo(f"  {name:<18} real Kafka: {summary(rep)}")
+        out.append(dataclasses.asdict(rep))
+    return out
 
 
 def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
