@@ -103,7 +103,8 @@ def exit_code(report) -> int:
 @click.argument("trace_file", type=NonEmptyPath(exists=False, dir_okay=False, path_type=Path))
 @click.option("--kafka-version", "line", metavar="X.Y", default=None,
               help="The Kafka release to replay on (default: the trace's own); the newest patch of the line runs.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: each step as it is taken, then the outcome; json: the whole report as one object.")
 @click.option("--keep", is_flag=True, help="Keep the cluster's folder (configs, logs, data) for a look afterwards.")
 def main(trace_file: Path, line: str | None, fmt: str, keep: bool) -> int:
     """Replay a saved trace on a real Kafka cluster; exit 0 reality agrees, 1 it parts, 2 usage, 3 interrupted."""

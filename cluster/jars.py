@@ -5,7 +5,8 @@ the harness runs. A line's jars are ``org.apache.kafka:kafka_2.13`` and its runt
 dependencies (ZooKeeper's jars among them for the ZooKeeper-mode lines), plus the logging
 binding Kafka's own distribution ships, so that each broker's log says what it did.
 The cache is ``$ISRCHECK_KAFKA_CACHE`` or ``~/.cache/isrcheck/kafka``; a release's folder
-appears only once whole (fetched into a temporary folder, then renamed).
+appears only once whole (fetched into a temporary folder, then renamed). ``fetch-kafka``
+(``cli/fetch_kafka.py``) fetches ahead of time.
 """
 
 from __future__ import annotations
@@ -81,16 +82,3 @@ def libs(line: str) -> Path:
         out.rename(folder)
     return folder
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``fetch-kafka [LINE ...]``: fetch the pinned releases' jars (every pinned line by default)."""
-    import sys
-
-    lines = (argv if argv is not None else sys.argv[1:]) or list(PINNED)
-    try:
-        for line in lines:
-            print(f"fetch-kafka: Kafka {release_for(line)}: {libs(line)}")
-    except ClusterError as e:
-        print(f"fetch-kafka: error: {e}", file=sys.stderr)
-        return 2
-    return 0

@@ -48,3 +48,31 @@ def matches(name: str, wanted: Any, seen: Any) -> bool:
     if name.startswith("HWM"):
         return seen >= wanted  # a real leader may pass several records at once
     return seen == wanted
+
+
+def model_snapshot(state, elr: bool) -> dict[str, Any]:
+    """Everything observable in a model state: the controller's view and each replica's log,
+    log end offset, high watermark and whether it is up."""
+    q = state.quorum
+    snap: dict[str, Any] = {"leader": q.leader, "leader epoch": q.leader_epoch, "ISR": sorted(state.quorum_isr)}
+    if elr:
+        snap["ELR"] = sorted(state.elr)
+    snap["replicas"] = {b: {"log": _log(state, b), "LEO": len(r.log), "HWM": r.hw, "up": r.alive}
+                        for b, r in enumerate(state.replicas)}
+    return snap
+
+
+def real_snapshot(cluster) -> dict[str, Any]:
+    """The same of a real cluster, read from the controller's and the brokers' files; a broker
+    is "up", "paused" (SIGSTOP) or "down"."""
+    q = cluster.quorum()
+    snap: dict[str, Any] = {"leader": None, "leader epoch": None, "ISR": []} if q is None else {
+        "leader": q.leader, "leader epoch": q.leader_epoch, "ISR": sorted(q.isr), "ELR": sorted(q.elr),
+        "last known ELR": sorted(q.last_known_elr)}
+    replicas = {}
+    for b in range(cluster.spec.rf):
+        log = cluster.log(b)
+        state = "down" if b in cluster.down else "paused" if b in cluster.paused else "up"
+        replicas[b] = {"log": log, "LEO": len(log), "HWM": cluster.hwm(b), "state": state}
+    snap["replicas"] = replicas
+    return snap

@@ -25,7 +25,7 @@ from . import ClusterError, configs
 from .client import Consumer, Producer, create_topic, registered_brokers
 from .cluster import TOPIC, Cluster, ClusterSpec
 from .epochs import EpochMap
-from .observe import footprint
+from .observe import footprint, model_snapshot, real_snapshot
 from .outcome import Observations, judge
 from .processes import wait_until
 from .schedule import Planned, compile_trace
@@ -43,11 +43,13 @@ class StepReport:
     kind: str  # forced, awaited, internal, unsupported
     operations: list[str]
     held: list[int]  # brokers paused during the step
-    status: str  # match, differs, internal, unsupported
-    expected: dict[str, Any] = field(default_factory=dict)
-    observed: dict[str, Any] = field(default_factory=dict)
+    status: str  # match, differs, merged, internal, unsupported
+    expected: dict[str, Any] = field(default_factory=dict)  # the step's footprint in the model
+    observed: dict[str, Any] = field(default_factory=dict)  # the same fields on the real cluster
     seconds: float = 0.0
     note: str = ""
+    model_state: dict[str, Any] = field(default_factory=dict)  # the whole observable state, both sides,
+    real_state: dict[str, Any] = field(default_factory=dict)  # after the step (only the footprint decides)
 
 
 @dataclass
@@ -143,9 +145,10 @@ class _Run:
         if name.startswith("HWM of broker "):
             return c.hwm(int(name.rsplit(" ", 1)[1]))
         if name.endswith(" acknowledged"):
-            p = self.producer
-            res = p.results.get(int(name[1:].split(" ")[0])) if p else None
-            p and p.poll()
+            if self.producer is None:
+                return None
+            self.producer.poll()
+            res = self.producer.results.get(int(name[1:].split(" ")[0]))
             return True if res == "ok" else res
         if name.endswith(" registered"):
             return int(name.split(" ")[1]) in registered_brokers(c)
@@ -300,5 +303,7 @@ def _step(run: _Run, trace: Trace, plan: list[Planned], planned: Planned, held: 
             rep.status = "differs"
             rep.note = (f"the real controller is at leader epoch {real_epoch} where the model is at {model_epoch}: "
                         f"it made a different number of leader and ISR changes than the model's path")
+    rep.model_state = model_snapshot(after, bool(trace.config.elr))
+    rep.real_state = real_snapshot(c)
     rep.seconds = round(time.monotonic() - t, 1)
     return rep

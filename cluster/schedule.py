@@ -10,8 +10,10 @@ harness controls is which brokers run, the faults and the clients:
   disk, the flushed part after a power loss), a restart for one it brings back;
 - **held still**: a broker that the model keeps from doing what a running broker would do
   is paused (SIGSTOP) for as long as the model keeps it so (``holds``): a follower that
-  falls behind its leader and does not fetch next, a follower its leader drops from the ISR,
-  a broker whose session the model has the controller lose;
+  falls behind and does not fetch next, a follower its leader drops from the ISR, a broker
+  whose session the model has the controller lose, and a broker outside the ISR that the
+  trace never moves again (running, it could catch up, or be elected uncleanly in the
+  place of the trace's choice);
 - **awaited**: everything else (elections, ISR changes, fetches, the high watermark). The
   harness waits until the real cluster shows the step's observable effect.
 
@@ -105,7 +107,9 @@ def _behind(state, b: int) -> bool:
 def compile_trace(trace: Trace) -> list[Planned]:
     steps = trace.steps
     n = len(steps)
-    acting = [actors(steps[i].action) if i else set() for i in range(n)]
+    # a broker acts in its own steps, and in the step that brings it back (it must register)
+    acting = [actors(steps[i].action) | _returning(steps[i - 1].state, steps[i].state) if i else set()
+              for i in range(n)]
     rf = trace.config.rf
 
     def next_family(b: int, i: int) -> str | None:
@@ -127,8 +131,11 @@ def compile_trace(trace: Trace) -> list[Planned]:
         for b in range(rf):
             if b in acting[i] or not after.replicas[b].alive:
                 continue
-            if _behind(after, b) and next_family(b, i) != "FollowerFetch":
+            following = next_family(b, i)
+            if _behind(after, b) and following != "FollowerFetch":
                 holds.add(b)
+            elif following is None and b not in after.quorum_isr:
+                holds.add(b)  # idle to the end outside the ISR: running, it could only catch up or be elected
         if action.name == "LeaderShrinkIsr":
             holds.add(action.args["follower"])
         ops, kind, why = _operations(i, before, action, after, plan)
@@ -159,6 +166,10 @@ def _lose_session_first(plan: list[Planned], steps, b: int) -> None:
     for j in range(first, i):
         p = plan[j]
         plan[j] = Planned(p.index, p.action, p.operations, p.holds | {b}, p.kind, p.why, settle=(j == first))
+
+
+def _returning(before, after) -> set[int]:
+    return {b for b, (was, now) in enumerate(zip(before.replicas, after.replicas)) if now.alive and not was.alive}
 
 
 def _fault_on(before, after, b: int) -> bool:

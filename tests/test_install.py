@@ -38,8 +38,8 @@ def test_the_spark_engine_without_pyspark_is_one_line_naming_the_extra(monkeypat
 COMMANDS = sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
 
 
-def test_the_four_commands_are_installed():
-    assert COMMANDS == ["advise-config", "check-model", "check-suite", "view-trace"]
+def test_the_commands_are_installed():
+    assert COMMANDS == ["advise-config", "check-model", "check-suite", "fetch-kafka", "replay-kafka", "view-trace"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

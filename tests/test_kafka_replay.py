@@ -95,6 +95,9 @@ def test_a_witness_replays_with_every_step_matching(traces, tmp_path):
     assert code == 0 and report["diverged_at"] is None and report["reproduced"] is True, _steps(report)
     assert {s["status"] for s in report["steps"]} == {"match", "internal"}
     assert report["committed"] == [0]
+    last = report["steps"][-1]  # the whole state after each step is reported, both sides
+    assert last["model_state"]["replicas"]["0"] == {"log": [[0, 0]], "LEO": 1, "HWM": 1, "up": True}
+    assert last["real_state"]["replicas"]["0"]["log"] == [[0, 0]] and last["real_state"]["leader"] == 0
 
 
 def test_a_killed_driver_leaves_no_process_and_the_next_run_starts_clean(traces, tmp_path):

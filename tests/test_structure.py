@@ -71,3 +71,13 @@ def test_disk_loss_lives_where_docs_design_says():
                    if re.search(r"disk[ _-]?loss|diskloss", path.read_text(), re.IGNORECASE))
     assert named == ["cli/advise_config.py", "model/brokers.py", "model/config.py", "model/fields.py",
                      "model/fused.py", "model/knobs.py", "src/isrcheck/testing.py"]
+
+
+def test_the_protocol_and_its_engines_know_nothing_of_real_clusters():
+    """isrcheck.cluster knows the model and the traces; the model, the properties and the
+    engines do not know it (nor does anything but the command line), directly or lazily."""
+    graph = import_graph()
+    users = {m for m in graph if any(t.startswith("isrcheck.cluster") for t in graph.successors(m))}
+    assert users, "the harness's modules are in the import graph"
+    assert all(m.startswith(("isrcheck.cluster", "isrcheck.cli")) for m in users), sorted(users)
+    assert graph.has_edge("isrcheck.cluster.replay", "isrcheck.cluster.schedule")
