@@ -92,7 +92,9 @@ class VectorWalks:
             score -= 2 * ~self.swarm[rows, self.family[actions]]
         order = np.lexsort((score, rows))
         grouped = rows[order]
-        last = np.flatnonzero(np.append(grouped[1:] != grouped[:-1], True))
+        # each walk's group ends where the next begins, and the last group at the end, if there is
+        # one: when every walk stands on a state with no successor, no walk steps (all restart)
+        last = np.flatnonzero(np.append(grouped[1:] != grouped[:-1], len(grouped) > 0))
         pick = order[last]
         walks = rows[pick]  # the walks that had a successor
         at = np.arange(self.rows, self.rows + len(pick))

@@ -208,3 +208,32 @@ def test_max_depth_bounds_every_walk_and_trace(kernel):
         assert all(len(p.path) <= depth for p in r.properties if p.path is not None)
         if depth < 6:  # BFS's shortest loss is 6 states: no walk this short can show it
             assert "acked-survive" not in _decided(r)
+
+
+SMALL = ("--rf", "2", "--max-records", "1", "--max-leader-epoch", "1")
+
+
+@pytest.mark.parametrize("args", [
+    ("--walks", "1"),
+    ("--walks", "2", "--seed", "1", *SMALL),
+    ("--walks", "3", "--seed", "1", *SMALL),
+    ("--walks", "1", "--no-swarm"),
+], ids=["walks-1", "walks-2-rf-2", "walks-3-seed-1-rf-2", "no-swarm"])
+def test_a_batch_whose_every_walk_stands_on_a_dead_end_restarts_them_all(tmp_path, args):
+    """A few walks side by side can all stand on a state with no successor at once (the batch
+    had no successor to pick from, and the step raised IndexError): each of them ends, is
+    counted, and starts again, and the run reports as any other."""
+    proc = run_cli("check-model", "--engine", "simulate", *args, "--trace-dir", str(tmp_path), "--format", "json")
+    assert proc.returncode in (1, 3) and "Traceback" not in proc.stderr, proc.stderr
+    walks = json.loads(proc.stdout)["simulation"]
+    assert walks["walks"] == int(args[1]) and sum(walks["walk_lengths"].values()) == walks["walks"]
+
+
+@pytest.mark.parametrize("walks,swarm", [(1, False), (2, True), (3, False)])
+def test_walks_that_all_end_on_dead_ends_are_each_counted_once(walks, swarm):
+    config = ModelConfig(rf=2, max_records=1, max_leader_epoch=1)
+    model, props = ReplicationModel(config), select(config, None, "simulate")
+    for seed in range(8):  # seeds that ran every walk of the batch into a dead end together, among others
+        r = get_engine("simulate", seed=seed, walks=walks, swarm=swarm, fewer_replicas=False).check(
+            model, props, CheckOptions())
+        assert r.kernel == "vector" and r.coverage.walks == sum(r.coverage.lengths.values()) == walks
