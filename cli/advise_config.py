@@ -38,18 +38,20 @@ from .common import available_cores, color_option, wants_color
 from .runner import CheckRun
 from .suite import SuiteCheck
 from .suite_run import CheckReport, SuiteRunner, trace_folders
-
-
+from .units import digits_hint, whole_number
 
 
 def _rf_range(ctx, param, value: str) -> tuple[int, ...]:  # noqa: ARG001
-    """``3`` or ``3..5``: the replication factors to sweep."""
+    """``3`` or ``3..5``: the replication factors to sweep, each in the digits 0-9 alone, as
+    check-model reads --rf (``int`` would take `` 3``, ``+3`` and ``٣``)."""
     low, sep, high = value.partition("..")
     try:
-        lo, hi = int(low), int(high) if sep else int(low)
+        lo = whole_number(low)
+        hi = whole_number(high) if sep else lo
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not N or N..M, as in 3 or 3..4") from None
-    if not 1 <= lo <= hi <= 5 or not (low.strip().isdigit() and (not sep or high.strip().isdigit())):
+        raise click.BadParameter(f"{value[:40]!r} is not N or N..M, as in 3 or 3..4"
+                                 f"{digits_hint(low) or digits_hint(high)}") from None
+    if not 1 <= lo <= hi <= 5:
         raise click.BadParameter(f"{value!r}: replication factors 1 to 5, the lower first (as in 3..4)")
     return tuple(range(lo, hi + 1))
 

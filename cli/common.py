@@ -176,8 +176,9 @@ def available_cores() -> int:
 
 
 class AsciiInt(click.IntRange):
-    """A whole number in the digits 0-9 only (``int`` would read ``٣`` and ``２`` too),
-    optionally within ``min`` and ``max`` (shown in --help)."""
+    """A whole number in the digits 0-9 alone, no sign and no space (``int`` would read ``+3``,
+    `` 3`` and ``٣`` too): ``units.whole_number``, the one rule of every command's integer
+    options; optionally within ``min`` and ``max`` (shown in --help)."""
 
     name = "integer"
 

@@ -23,11 +23,13 @@ from isrcheck.files import FileProblem, read_bounded
 from isrcheck.model.fields import offsets, producer_requests
 
 from .common import UsageFailure
+from .units import digits_hint
 
 
 def _number(key: str, text: str) -> int:
+    """A count in the digits 0-9 alone, as Kafka reads one (and check-model its options)."""
     if not re.fullmatch(r"[0-9]{1,4}", text):
-        raise UsageFailure(f"{key}={text}: a whole number is needed")
+        raise UsageFailure(f"{key}={text[:40]}: a whole number is needed{digits_hint(text)}")
     return int(text)
 
 
@@ -184,9 +186,12 @@ def _topics_describe(line: str, where: str, settings: KafkaSettings) -> None:
     Configs: min.insync.replicas=2,cleanup.policy=delete'; its per-partition lines say nothing more."""
     if "Partition:" in line and "ReplicationFactor:" not in line:
         return
-    rf = re.search(r"ReplicationFactor:\s*([0-9]+)", line)
-    if rf:
-        settings.add("replication.factor", rf.group(1), where)
+    rf = re.search(r"ReplicationFactor:[ \t]*(\S*)", line)
+    if rf:  # the whole word after it, read as --rf is: '5x', '2.0', '-2', '٥' or nothing is a typo, not 5, 2 or 3
+        value = "" if rf.group(1).endswith(":") else rf.group(1)  # "ReplicationFactor:  Configs: ...": none given
+        if not re.fullmatch(r"[0-9]{1,4}", value):
+            raise UsageFailure(f"{where}: ReplicationFactor: {value[:40]!r} is not a whole number{digits_hint(value)}")
+        settings.add("replication.factor", value, where)
     configs = re.search(r"Configs:\s*(\S*)", line)
     for pair in filter(None, (configs.group(1).split(",") if configs else [])):
         if "=" not in pair:

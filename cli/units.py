@@ -12,18 +12,34 @@ import re
 MAX_DURATION = 366 * 24 * 3600.0  # seconds: a year; no check is meant to run longer
 MAX_SIZE = 1 << 50  # bytes: 1024T (1 PiB), far above any machine's memory
 _NUMBER = r"[0-9]{1,30}(?:\.[0-9]{1,30})?"
+_DIGITS = re.compile(r"[0-9]{1,30}")
+_NEGATIVE = re.compile(r"-[0-9]{1,30}")
 _DURATION = re.compile(rf"({_NUMBER})(ms|s|m|h)")
 _SIZE = re.compile(rf"({_NUMBER})\s*([kmgt]?)(i?b?)", re.IGNORECASE)
 
 
 def whole_number(text: str, wrong: str = "not a valid integer") -> int:
-    """An integer of at most 30 digits 0-9; ValueError ``'TEXT' is WRONG`` otherwise."""
-    if not re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", text):
-        digits = [ch for ch in text if ch.isdigit()]
-        hint = (": use the digits 0-9" if not "".join(digits).isascii()
-                else ": more than 30 digits" if len(digits) > 30 else "")
-        raise ValueError(f"{text[:40]!r} is {wrong}{hint}")
-    return int(text)
+    """An integer written in the digits 0-9 alone, at most 30 of them, as Kafka's tools read
+    one: no sign, no space, no other script's digits (``int`` takes ``+3``, `` 3``, ``3\\n``,
+    ``-0`` and ``٣``, each a typo or a paste, never meant). ValueError in one line otherwise:
+    ``-N is negative``, or ``'TEXT' is WRONG`` with what to write instead."""
+    if _DIGITS.fullmatch(text):
+        return int(text)
+    if _NEGATIVE.fullmatch(text) and int(text):  # -0 is no negative number: a typo, as +3 is
+        raise ValueError(f"{text} is negative")
+    raise ValueError(f"{text[:40]!r} is {wrong}{digits_hint(text)}")
+
+
+def digits_hint(text: str) -> str:
+    """What is wrong with a number's text, as ``': use the digits 0-9'``; '' when nothing says more."""
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if not digits.isascii():
+        return ": use the digits 0-9"
+    if len(digits) > 30:
+        return ": more than 30 digits"
+    if digits and not text.isdigit() and set(text) - set(digits) <= set("+- \t\n\r\f\v"):
+        return ": the digits 0-9 alone, without a sign or spaces"
+    return ""
 
 
 def parse_duration(text: str) -> float:

@@ -924,6 +924,8 @@ LIMIT_OPTIONS = ["--time-limit", "--max-memory"]
 # options whose words are numbers: a non-ASCII digit in them is refused
 NUMERIC_OPTIONS = [*INT_OPTIONS, "--max-leader-epoch", "--time-limit", "--prove-timeout", "--checkpoint-every",
                    "--max-memory", "--kafka-version", "--width", "--jobs"]
+# options whose words are whole numbers: anything but the digits 0-9 alone (a sign, a space, 2.0) is refused
+DIGITS_OPTIONS = [*INT_OPTIONS, "--max-leader-epoch", "--width", "--jobs", "--seed", "--walks"]
 # flags of all three commands: they take no value
 ALL_FLAGS = [*FLAGS, "--changed-only", "--color", "--no-color", "--list", "--markdown", "--help", "-h"]
 
@@ -971,4 +973,6 @@ def refusal_expected(args: list[str]) -> str:
                 return f"{option} is given an empty value"
             if option in NUMERIC_OPTIONS and any(ch.isdigit() and not ch.isascii() for ch in value):
                 return f"{option} {value!r} holds a digit that is not 0-9"
+            if option in DIGITS_OPTIONS and not re.fullmatch(r"[0-9]+|unbounded", value):
+                return f"{option} {value!r} is not the digits 0-9 alone"
     return ""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from isrcheck.cli import frontier as fr
@@ -147,3 +148,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("rf", ["٣", "２", "٢..٣", "3..٤", " 3", "+3", "3\n", "-0", "3..+4", ""])
+def test_rf_takes_plain_digits_only_as_check_model_does(tmp_path, rf):
+    """``int`` read ``٣``, ``２`` and ``٢..٣`` (and the sign and spaces) where check-model's --rf refuses them.
+    (--crashes 9, read after --rf, is refused too: a --rf taken by mistake sweeps nothing.)"""
+    proc = run_cli("advise-config", "--rf", rf, "--crashes", "9", "--trace-dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("advise-config: error: Invalid value for '--rf': ") and "is not N or N..M" in line

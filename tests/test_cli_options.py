@@ -112,3 +112,56 @@ def test_check_suite_tags_in_colour_only_when_asked(tmp_path):
     assert not COLOR.search(plain.stdout + plain.stderr)
     assert [COLOR.sub("", line)[:40] for line in forced.stdout.splitlines() if line.startswith("[")] == \
         [line[:40] for line in plain.stdout.splitlines() if line.startswith("[")]
+
+
+# ---- integer options: the digits 0-9 alone, in every command ------------------------------------
+
+NOT_PLAIN_DIGITS = ["+3", " 3", "3 ", "3\n", "-0", "٣", "２", "3.0", ""]
+
+
+def integer_options() -> list[tuple[str, str]]:
+    """(command, option) for every option that takes a whole number, advise-config's --rf range too."""
+    from isrcheck.cli.common import AsciiInt
+    from isrcheck.cli.check_model import EpochBound
+
+    found = [("advise-config", "--rf")]
+    for name, command in sorted(commands().items()):
+        for p in getattr(command, "params", ()):  # fetch-kafka reads its arguments by hand: names, no numbers
+            if isinstance(p, click.Option) and isinstance(p.type, (AsciiInt, EpochBound)):
+                found.append((name, p.opts[0]))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_integer_option_is_read_by_the_one_rule(name):
+    """click's own INT (``int``) takes ``+3``, `` 3`` and ``٣``: no option may use it."""
+    from isrcheck.cli.common import AsciiInt
+
+    plain = [p.opts[0] for p in getattr(commands()[name], "params", ())
+             if isinstance(p.type, click.types.IntParamType) and not isinstance(p.type, AsciiInt)]
+    assert not plain, f"{name}: {', '.join(plain)} read by int(), not AsciiInt"
+
+
+def test_the_integer_options_are_found():
+    found = set(integer_options())
+    assert {("check-model", "--rf"), ("check-model", "--crashes"), ("check-model", "--max-leader-epoch"),
+            ("check-model", "--seed"), ("check-model", "--walks"), ("check-suite", "--jobs"),
+            ("view-trace", "--width"), ("advise-config", "--max-records")} <= found
+
+
+@pytest.mark.parametrize("name,option", integer_options())
+def test_integer_options_take_plain_digits_only(name, option):
+    """As Kafka's tools do: no sign, no space, no other script's digits; refused in one line that
+    names the option, exit 2. The command's body is left out: only its options are read."""
+    import copy
+
+    from click.testing import CliRunner
+
+    command = copy.copy(commands()[name])
+    command.callback = lambda **kw: 0
+    arguments = ["x"] * sum(isinstance(p, click.Argument) for p in command.params)
+    for text in NOT_PLAIN_DIGITS:
+        result = CliRunner().invoke(command, [option, text, *arguments], prog_name=name)
+        assert result.exit_code == 2, (text, result.output)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{name}: error: Invalid value for '{option}'"), (text, lines)

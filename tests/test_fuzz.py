@@ -5,10 +5,11 @@ Every test drives a real command (check-model, check-suite, view-trace) through
 or 3 only; exactly one line on stderr with exit 2; no traceback; nothing created,
 changed or removed outside the outputs the command line names; bounded time and memory
 (every run is given ``--time-limit`` and ``--max-memory 1G``, or is of a model too small
-to need them). Two inputs must always be refused (exit 2): an option given an empty
-value, and a number written with digits other than 0-9. And view-trace must show only a
-trace file that is exactly what isrcheck writes for the trace it shows (``to_itf`` of its
-replay): an edited trace is refused.
+to need them). Three inputs must always be refused (exit 2): an option given an empty
+value, a number written with digits other than 0-9, and an integer option's value that
+is not the digits 0-9 alone (``+3``, `` 3``, ``3\\n``, ``-0``, ``2.0``). And view-trace
+must show only a trace file that is exactly what isrcheck writes for the trace it shows
+(``to_itf`` of its replay): an edited trace is refused.
 
 The files are real: traces, checkpoints and suites are written by the commands on tiny
 configurations (the suites are the examples/ suites cut down to tiny checks), then parsed
@@ -18,13 +19,13 @@ lists reordered or repeated, a checkpoint's manifest resealed with a correct che
 then the bytes cut or spliced.
 
 Inputs per test in CI: ``CI_EXAMPLES`` (options 120, limits 40, paths 60, view 120,
-suite 60, checkpoint 60, Spark checkpoint 30: 490 generated inputs) plus 58 explicit
-``@example`` cases (the bugs of issue 17 and those this suite found), so 548 runs, and 7
-more that write the seed files. Settings: ``derandomize=True`` and no example database, so
-CI tries the same inputs on every run (derived from each test's source: editing a test
-changes its inputs). About 75 s on a 2-core machine when nothing fails (a Spark seed
-checkpoint, written by a real Spark run, is about 15 s of it). An explicit example that
-fails stops its test before the generated inputs. A longer, random run (a new seed each
+suite 60, checkpoint 60, Spark checkpoint 30: 490 generated inputs) plus 62 explicit
+``@example`` cases (the bugs of issues 17 and 55 and those this suite found), so 552
+runs, and 7 more that write the seed files. Settings: ``derandomize=True`` and no example
+database, so CI tries the same inputs on every run (derived from each test's source:
+editing a test changes its inputs). About 75 s on a 2-core machine when nothing fails (a
+Spark seed checkpoint, written by a real Spark run, is about 15 s of it). An explicit
+example that fails stops its test before the generated inputs. A longer, random run (a new seed each
 time; Hypothesis prints the failing input)::
 
     ISRCHECK_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz.py
@@ -203,6 +204,10 @@ def model_command_lines(draw) -> list[str]:
 @given(args=model_command_lines())
 @example(args=["--rf", "\u0663", *LIMITS])
 @example(args=["--rf", "\uff12", *LIMITS])
+@example(args=["--rf", "+2", *TINY, *LIMITS])
+@example(args=["--crashes", " 1", *TINY, *LIMITS])
+@example(args=["--max-records", "1\n", *LIMITS])
+@example(args=["--max-leader-epoch", "-0", *TINY, *LIMITS])
 @example(args=["--max-depth", "0", *TINY, *LIMITS])
 @example(args=["--workers", "1000", *TINY, *LIMITS])
 @example(args=["--workers", "1000", "--kernel", "scalar", *TINY, *LIMITS])

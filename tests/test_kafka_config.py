@@ -89,3 +89,18 @@ def test_kafkas_names_for_the_options_are_accepted(tmp_path):
     _, named = run_json("--replication-factor", "2", "--acks", "-1", *SMALL, "--trace-dir", str(tmp_path))
     _, short = run_json("--rf", "2", "--acks", "all", *SMALL, "--trace-dir", str(tmp_path))
     assert _config(named) == _config(short) and named["states"] == short["states"]
+
+
+@pytest.mark.parametrize("rf, why", [
+    ("٥", ": use the digits 0-9"), ("x9", ""), ("", ""), ("-2", ": the digits 0-9 alone, without a sign or spaces"),
+    ("5x", ""), ("2.0", ""),
+])
+def test_a_replication_factor_that_is_not_plain_digits_is_refused(tmp_path, rf, why):
+    """kafka-topics.sh's ReplicationFactor was read as the digits its word began with: ``٥``, ``x9``, nothing or
+    ``-2`` left the default rf 3, ``5x`` was rf 5 and ``2.0`` rf 2, without a word."""
+    path = tmp_path / "topic.txt"
+    path.write_text(DESCRIBE_TOPICS.replace("ReplicationFactor: 3", f"ReplicationFactor: {rf}"))
+    proc = run_cli("check-model", "--topic-config", str(path), *SMALL, "--max-depth", "1",  # if read: at once
+                   "--trace-dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"check-model: error: {path}:1: ReplicationFactor: {rf!r} is not a whole number{why}\n"
