@@ -621,7 +621,8 @@ def apply_edits(doc: Any, edits: Iterable[tuple]) -> Any:
 
     ("set", path, value); ("delete", path); ("swap", path, path); ("reorder", path, "reverse"|"rotate");
     ("insert", path, key_or_index, value); ("repeat", path, times) repeats a list element;
-    ("wrap", path, "list"|"dict"); ("rename", path, new_key) renames a key."""
+    ("wrap", path, "list"|"dict"); ("rename", path, new_key) renames a key; ("twice", path, value) gives
+    a key twice in its place, ``value`` first and its own value last (``json`` keeps the last)."""
     doc = copy.deepcopy(doc)
     for edit in edits:
         op, path = edit[0], tuple(edit[1])
@@ -663,6 +664,11 @@ def apply_edits(doc: Any, edits: Iterable[tuple]) -> Any:
         elif op == "wrap":
             v = get(doc, path)
             doc = _set(doc, path, [v] if edit[2] == "list" else {"#set": [v]} if edit[2] == "set" else {"value": v})
+        elif op == "twice" and path and isinstance(get(doc, path[:-1]), dict):
+            parent = get(doc, path[:-1])
+            pairs = [json_dumps({k: v}, indent=None)[1:-1] for k, v in parent.items()]
+            pairs.insert(list(parent).index(path[-1]), json_dumps({path[-1]: edit[2]}, indent=None)[1:-1])
+            doc = _set(doc, path[:-1], Raw("{" + ", ".join(pairs) + "}"))  # the keys' order as it was
         elif op == "rename" and path:
             parent = get(doc, path[:-1])
             if isinstance(parent, dict):
@@ -680,6 +686,7 @@ def document_edits(draw, doc: Any, focus: list[tuple] = (), words: list[str] = (
     near the old ones, of their kind, or hostile; ``words`` are strings that mean something there,
     ``keys`` names to insert or rename to. Places for which ``protect`` is true are left alone;
     ``values(existing, words)`` draws a new value (``value_strategy``: JSON's values)."""
+    twice = ["twice"] if values is None else []  # a key given twice: a JSON edit (tomllib refuses it itself)
     values = values or value_strategy
     paths = [p for p in all_paths(doc) if not protect(p)]
     near = [p for p in paths if any(p[: len(f)] == tuple(f) for f in focus)] or paths
@@ -689,7 +696,7 @@ def document_edits(draw, doc: Any, focus: list[tuple] = (), words: list[str] = (
     for _ in range(draw(st.integers(1, max_edits))):
         path = draw(st.sampled_from(near) | st.sampled_from(paths))
         op = draw(st.sampled_from(["set", "set", "set", "set", "delete", "swap", "reorder", "insert", "repeat",
-                                   "wrap", "rename"]))
+                                   "wrap", "rename", *twice]))
         existing = get(doc, path) if _exists(doc, path) else None
         if op == "set":
             edits.append(("set", path, draw(values(existing, words))))
@@ -707,6 +714,8 @@ def document_edits(draw, doc: Any, focus: list[tuple] = (), words: list[str] = (
             edits.append(("wrap", path, draw(st.sampled_from(["list", "set", "dict"]))))
         elif op == "rename":
             edits.append(("rename", path, draw(st.sampled_from(keys) | st.text(max_size=8))))
+        elif op == "twice":
+            edits.append(("twice", path, draw(values(existing, words))))
         else:
             edits.append((op, path))
     return edits

@@ -148,6 +148,18 @@ def test_a_garbled_manifest_is_refused(saved):
     assert_refused(resume_small(ck), ck, before, "corrupted")
 
 
+def test_a_manifest_key_given_twice_is_refused_though_its_checksum_holds(saved):
+    """json keeps a repeated key's last value, and the checksum is of what was read: an edit that
+    gives ``generated`` twice, its own value last, would pass the checksum without this refusal."""
+    ck, before = saved
+    text = before["manifest.json"].decode()
+    true = f'"generated": {json.loads(text)["generated"]}'
+    assert true in text
+    (ck / "manifest.json").write_text(text.replace(true, f'"generated": 1000000000, {true}', 1))
+    before["manifest.json"] = (ck / "manifest.json").read_bytes()
+    assert_refused(resume_small(ck), ck, before, "gives the key 'generated' twice in one object")
+
+
 def test_a_checkpoint_of_another_configuration_is_refused_with_the_difference(saved):
     ck, before = saved
     assert_refused(resume_small(ck, "--protocol", "kip-101"), ck, before, "protocol was 'kip-320' there")

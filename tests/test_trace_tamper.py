@@ -16,6 +16,7 @@ from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces import TraceError, itf, replay, trace_from_path
 from isrcheck.traces.view_data import load_checked
 
+from .clitools import run_cli
 from .test_view_errors import refused
 from .view_helpers import DISK_LOSS, checked_trace, kip101_trace
 
@@ -174,3 +175,35 @@ def test_an_edited_configuration_is_one_line_and_exit_2(tmp_path, kip101_data):
     data = json.loads(json.dumps(kip101_data))
     data["#meta"]["isrcheck"]["config"]["core"] = "yes"
     refused(write(tmp_path, data), expect="core must be bool")
+
+
+# ---- issue 55: a key given twice -----------------------------------------------------------------
+def twice(tmp_path: Path, data: dict) -> Path:
+    """The trace with its second state's nextLeaderEpoch given twice, 99 first: ``json`` keeps the last
+    (the true value), so the replay alone saw nothing."""
+    text = json.dumps(data, indent=1) + "\n"
+    true = f'"nextLeaderEpoch": {data["states"][1]["nextLeaderEpoch"]}'
+    assert text.count(true) >= 1
+    path = tmp_path / "twice.itf.json"
+    path.write_text(text.replace(true, f'"nextLeaderEpoch": 99, {true}', 1))
+    return path
+
+
+def test_a_key_given_twice_is_refused_by_view_trace(tmp_path, kip101_data):
+    line = refused(twice(tmp_path, kip101_data), expect="gives the key 'nextLeaderEpoch' twice in one object")
+    assert line == f"view-trace: error: {tmp_path / 'twice.itf.json'} gives the key 'nextLeaderEpoch' twice in one object"
+
+
+def test_a_key_given_twice_is_refused_by_replay_kafka_before_any_cluster(tmp_path, kip101_data):
+    proc = run_cli("replay-kafka", str(twice(tmp_path, kip101_data)), timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr == (f"replay-kafka: error: {tmp_path / 'twice.itf.json'} gives the key 'nextLeaderEpoch' "
+                           "twice in one object\n")
+
+
+def test_a_key_given_twice_with_one_value_is_refused_too(tmp_path, kip101_data):
+    """The same value twice changes nothing today, but no writer of isrcheck's files gives a key twice."""
+    text = json.dumps(kip101_data, indent=1).replace('"format": "ITF"', '"format": "ITF", "format": "ITF"', 1)
+    (tmp_path / "same.itf.json").write_text(text)
+    with pytest.raises(TraceError, match="gives the key 'format' twice in one object"):
+        load_checked(tmp_path / "same.itf.json")

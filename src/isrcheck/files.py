@@ -2,7 +2,8 @@
 
 Every file isrcheck reads (traces, suites, checkpoint manifests) comes through
 ``read_bounded``/``load_json``, so a device, a huge file or JSON nested thousands
-deep is refused in one line instead of exhausting memory or the stack. Every file
+deep is refused in one line instead of exhausting memory or the stack, and so is an
+object that gives a key twice (which ``json`` would read as its last value). Every file
 it writes (traces, reports, pages, manifests) goes through ``atomic_write`` into a
 path ``check_output_file`` accepted: a regular file or nothing yet, never a device
 or a FIFO. A symbolic link is followed, as ``cp`` does: its target is replaced (a link
@@ -45,10 +46,30 @@ def read_bounded(path: str | os.PathLike, what: str = "file", limit: int = MAX_R
     return data
 
 
+class _DuplicateKey(Exception):
+    """An object that gives a key twice (not a ValueError: parse_json reads those as long numbers)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, unless a key comes twice: ``json`` would keep the last value
+    without a word, so an edited file could say one thing to a reader and another to isrcheck."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
 def parse_json(text: str | bytes, what: str, max_depth: int = MAX_DEPTH) -> Any:
-    """JSON with its nesting bounded; numbers of more than 4300 digits are refused too."""
+    """JSON with its nesting bounded and each object's keys distinct; numbers of more than 4300
+    digits are refused too."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise FileProblem(f"{what} gives the key {str(e.args[0])[:60]!r} twice in one object") from None
     except UnicodeDecodeError:
         raise FileProblem(f"{what} is not UTF-8 text") from None
     except json.JSONDecodeError as e:
