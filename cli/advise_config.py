@@ -32,6 +32,7 @@ from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
                             text_advice)
 from .check_model import _duration
+from .check_suite import trace_outputs
 from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
 from .common import available_cores, color_option, wants_color
@@ -178,6 +179,8 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
     else:
         colored = wants_color(sys.stdout, color)
         click.echo(text_advice(advice, paint_kind if colored else plain), color=colored)
+    # a trace the advice would point to that could not be saved (a full disk): said last, exit 2, as check-suite does
+    trace_outputs(reports, trace_dir, "the advice above").finish()
     if advice.interrupted or advice.incomplete:
         return INCOMPLETE
     return OK if advice.recommended else FAILED

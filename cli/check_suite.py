@@ -222,10 +222,11 @@ def check_outputs(trace_dir: Path, junit_file: Path | None, report_file: Path | 
         raise UsageFailure(str(e)) from None
 
 
-def trace_outputs(reports: dict[str, CheckReport], trace_root: Path) -> Outputs:
-    """The traces the checks saved, and those they could not (the first named)."""
+def trace_outputs(reports: dict[str, CheckReport], trace_root: Path, shown: str = "the verdicts above") -> Outputs:
+    """The traces the checks saved, and those they could not (the first named); ``shown``: what
+    was written before them (advise-config's advice, too)."""
     outputs = Outputs()
-    outputs.written.append("the verdicts above")
+    outputs.written.append(shown)
     props = [(name, p) for name, rep in reports.items() for p in rep.properties]
     saved = sum(1 for _, p in props if p.trace_file)
     if saved:

@@ -18,15 +18,20 @@ Expected outcomes, written from Kafka's documents before the runs:
 
 from __future__ import annotations
 
+import errno
 import json
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
+from isrcheck.cli import advise_config
 from isrcheck.cli import frontier as fr
+from isrcheck.traces import itf
 from isrcheck.traces.view_data import load_checked
 
 from .clitools import run_cli
+from .hardening_tools import during_the_run
 
 SMALL = ("--max-records", "1")  # 18 configurations in seconds, with the same answers as 2 records
 
@@ -158,3 +163,43 @@ def test_rf_takes_plain_digits_only_as_check_model_does(tmp_path, rf):
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith("advise-config: error: Invalid value for '--rf': ") and "is not N or N..M" in line
+
+
+# 12 configurations in a few seconds, in this process (--jobs 1), three of them broken with a trace each
+QUICK = ["--rf", "2", "--max-records", "1", "--max-leader-epoch", "1", "--guarantee", "acked", "--jobs", "1",
+         "--no-progress"]
+
+
+def error_after_the_advice(result) -> str:
+    """Exit 2, no traceback, and on stderr the sweep's header then one line: the error's."""
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (result.output, result.exception)
+    header, line = result.stderr.splitlines()
+    assert header.startswith("advise-config: Kafka ") and line.startswith("advise-config: error: not written: ")
+    return line
+
+
+def test_traces_a_full_disk_kept_out_are_said_last_and_exit_2(tmp_path, monkeypatch):
+    """The advice is out first, then one line names the traces not written and why (exit 2, as
+    check-model and check-suite do); it used to exit 0 with the traces' paths silently left out."""
+    def full(trace, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(itf, "save", full)
+    traces = tmp_path / "t"
+    result = CliRunner().invoke(advise_config.main, [*QUICK, "--trace-dir", str(traces)])
+    line = error_after_the_advice(result)
+    assert "acks=all, min.insync.replicas=1, unclean.leader.election.enable=false" in result.stdout
+    assert " traces (rf2-" in line
+    assert f": cannot write {traces}/rf2-" in line and "No space left on device and " in line
+    assert line.endswith("; written: the advice above")
+
+
+def test_a_trace_folder_that_breaks_during_the_sweep_is_named_after_the_advice(tmp_path, monkeypatch):
+    traces = tmp_path / "t"
+    during_the_run(monkeypatch, lambda: traces.exists() or traces.write_text("now a file"))
+    result = CliRunner().invoke(advise_config.main, [*QUICK, "--trace-dir", str(traces), "--format", "json"])
+    line = error_after_the_advice(result)
+    acked = {g["key"]: g for g in json.loads(result.stdout)["guarantees"]}["acked"]
+    assert acked["ruled_out"] and all(r["trace_file"] is None for r in acked["ruled_out"])
+    assert "Not a directory" in line and line.endswith("; written: the advice above")
+    assert traces.read_text() == "now a file"
