@@ -126,7 +126,7 @@ def integer_options() -> list[tuple[str, str]]:
 
     found = [("advise-config", "--rf")]
     for name, command in sorted(commands().items()):
-        for p in getattr(command, "params", ()):  # fetch-kafka reads its arguments by hand: names, no numbers
+        for p in command.params:
             if isinstance(p, click.Option) and isinstance(p.type, (AsciiInt, EpochBound)):
                 found.append((name, p.opts[0]))
     return found
@@ -137,7 +137,7 @@ def test_every_integer_option_is_read_by_the_one_rule(name):
     """click's own INT (``int``) takes ``+3``, `` 3`` and ``٣``: no option may use it."""
     from isrcheck.cli.common import AsciiInt
 
-    plain = [p.opts[0] for p in getattr(commands()[name], "params", ())
+    plain = [p.opts[0] for p in commands()[name].params
              if isinstance(p.type, click.types.IntParamType) and not isinstance(p.type, AsciiInt)]
     assert not plain, f"{name}: {', '.join(plain)} read by int(), not AsciiInt"
 
