@@ -79,7 +79,8 @@ def judge(trace: Trace, cluster, obs: Observations) -> Verdict:
     elif name == "committed-survive":
         reproduced = bool(lost_committed)
         what = (f"committed record(s) {_ids(lost_committed)} lost: {where}" if lost_committed
-                else f"every committed record kept: {where}")
+                else f"every committed record kept: {where}" if committed
+                else f"no record was ever committed, so none was lost: {where}")
     elif name == "committed-stored":
         gone = [rid for rid, off in sorted(committed.items()) if all(rid not in [r for r, _ in lg] for lg in logs.values())]
         reproduced = bool(gone)
