@@ -226,16 +226,7 @@ def test_broker_epochs_agree_with_the_controller(version):
 
 
 def _zigzag(n: int) -> bytes:
-    u = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = u & 0x7F
-        u >>= 7
-        if u:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return bytes(_uv((n << 1) ^ (n >> 63)))
 
 
 def _uv(u: int) -> bytearray:
