@@ -124,22 +124,5 @@ class Consumer:
                 return record_id(msg.value()), -1 if epoch is None else epoch
         return None
 
-    def read_all(self, topic: str, timeout: float) -> list[tuple[int, int]]:
-        """Every record below the high watermark, from offset 0."""
-        out: list[tuple[int, int]] = []
-        while True:
-            got = self.read_at(topic, len(out), timeout if not out else min(timeout, 3))
-            if got is None:
-                return out
-            out.append(got)
-
-    def high_watermark(self, topic: str) -> int | None:
-        from confluent_kafka import TopicPartition
-
-        try:
-            return self._c.get_watermark_offsets(TopicPartition(topic, 0), timeout=2, cached=False)[1]
-        except Exception:
-            return None
-
     def close(self) -> None:
         self._c.close()

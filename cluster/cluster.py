@@ -120,8 +120,7 @@ class Cluster:
         self._await_brokers(set(range(self.spec.rf)), 90)
 
     def _format(self, files: list[Path]) -> None:
-        cluster_id = "isrcheck" + uuid.uuid4().hex[:14]
-        cluster_id = cluster_id[:22]
+        cluster_id = "isrcheck" + uuid.uuid4().hex[:14]  # 22 characters, as Kafka's base64 ids
         feature = []
         if int(self.spec.line.split(".")[0]) >= 4:
             feature = ["--feature", f"eligible.leader.replicas.version={1 if self.spec.elr else 0}"]

@@ -24,7 +24,6 @@ class Observations:
     committed: set[tuple[int, int]] = field(default_factory=set)  # (offset, record id)
     leaders: list[int | None] = field(default_factory=list)  # the controller's leader, each time looked
     read: list[tuple[int, int]] = field(default_factory=list)  # (offset, record id) the consumer was given
-    read_expected: list[tuple[int, int]] = field(default_factory=list)
     kills: int = 0
     acked_after_kill: set[int] = field(default_factory=set)
 

@@ -92,14 +92,14 @@ class _Run:
 
     def __init__(self, cluster: Cluster, trace: Trace) -> None:
         self.cluster = cluster
-        self.trace = trace
         cfg = trace.config
         self.producer: Producer | None = None
         self.consumer: Consumer | None = None
         self.acks = cfg.acks
-        self.idempotent = bool(getattr(cfg, "idempotence", False))
+        self.idempotent = cfg.idempotence
         self.obs = Observations()
         self.epochs = EpochMap()
+        self.quorum = None  # the controller's state at the last look
         self.config = {"min.insync.replicas": str(cfg.min_isr),
                        "unclean.leader.election.enable": "true" if cfg.unclean_election else "false"}
 
@@ -134,9 +134,10 @@ class _Run:
         return None
 
     def read(self, name: str) -> Any:
+        """The real value of a footprint field; the controller's state as ``sample`` last read it."""
         c = self.cluster
         if name in ("leader", "leader epoch", "ISR", "ELR"):
-            q = c.quorum()
+            q = self.quorum
             if q is None:
                 return None
             return {"leader": q.leader, "leader epoch": q.leader_epoch, "ISR": sorted(q.isr), "ELR": sorted(q.elr)}[name]
@@ -157,7 +158,7 @@ class _Run:
     def sample(self) -> None:
         """What the outcome is judged from: the controller's leader, its log below its HWM, the acks."""
         c = self.cluster
-        q = c.quorum()
+        q = self.quorum = c.quorum()  # the metadata log decoded once a look, for read() too
         if q is not None:
             self.obs.leaders.append(q.leader)
             if q.leader is not None and q.leader not in c.down:
@@ -167,7 +168,8 @@ class _Run:
             for rid in self.producer.acknowledged():
                 if rid not in self.obs.acked:
                     self.obs.acked[rid] = self.producer.offsets.get(rid)
-                    self.obs.acked_after_kill |= {rid} if self.obs.kills else set()
+                    if self.obs.kills:
+                        self.obs.acked_after_kill.add(rid)
 
     def close(self) -> None:
         for client in (self.producer, self.consumer):
@@ -269,7 +271,6 @@ def _step(run: _Run, trace: Trace, plan: list[Planned], planned: Planned, held: 
             src = planned.action.args["replica"]
             rec = before.replicas[src].log[before.position]
             want["read"] = (rec.id, rec.epoch)
-            run.obs.read_expected.append((before.position, rec.id))
         seen: dict[str, Any] = {}
         merged = _next_controller_step(trace, plan, planned)
         into: list[int] = []
