@@ -67,10 +67,23 @@ class Producer:
             "log_level": 0,
         })
 
-    def warm(self, topic: str) -> None:
+    def warm(self, topic: str, leader: int, timeout: float = 20) -> None:
         """Learn the partition's leader now, as a producer that has been running for a while knows it;
-        it keeps that view until a request fails (librdkafka refreshes metadata every 5 minutes)."""
-        self._p.list_topics(topic, timeout=10)
+        it keeps that view until a request fails (librdkafka refreshes metadata every 5 minutes).
+        Asked until the answer names ``leader``: a broker that has not yet heard of the new topic
+        answers with no leader, and the producer would then ask again later, maybe of a paused
+        broker, and hang on it with the record unsent."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                part = self._p.list_topics(topic, timeout=5).topics[topic].partitions.get(0)
+            except Exception:
+                part = None
+            if part is not None and part.error is None and part.leader == leader:
+                return
+            if time.monotonic() > end:
+                raise ClusterError(f"the producer never learned that broker {leader} leads {topic}")
+            time.sleep(0.2)
 
     def send(self, topic: str, record: int) -> None:
         self.results[record] = None

@@ -112,7 +112,7 @@ class _Run:
         c = self.cluster
         if verb == "create":
             create_topic(c, TOPIC, list(arg), self.config)
-            self.producer_().warm(TOPIC)  # its view of the leader is from now on, as a long-lived client's
+            self.producer_().warm(TOPIC, arg[0])  # its view of the leader is from now on, as a long-lived client's
             running = [b for b in arg if b not in c.paused and b not in c.down]
             wait_until(lambda: all(c.has_replica(b) for b in running), 20)  # every follower has started fetching
         elif verb == "produce":
