@@ -23,15 +23,17 @@ checksum was recomputed cannot make a resume loop or misread its data.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
 import os
+import stat
 import zlib
 from array import array
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from isrcheck import MODEL_VERSION, __version__
 from isrcheck.files import FileProblem, atomic_write, load_json
@@ -42,6 +44,8 @@ from .engine import CheckpointError  # noqa: F401 - checkpoint.CheckpointError, 
 FORMAT = "isrcheck-checkpoint-2"
 MANIFEST = "manifest.json"
 FILES = ("states.bin", "parents.bin", "actions.bin")
+LOCK = ".isrcheck.lock"  # held by the run that uses the folder; not part of the checkpoint
+MANIFEST_LIMIT = 64 << 20  # the largest manifest read: a real one is a few kilobytes a level
 CHUNK = 1 << 16  # states encoded at a time
 
 
@@ -102,11 +106,62 @@ class CheckpointWriter:
 
 
 def refuse_existing(folder: Path) -> None:
-    """--checkpoint into a folder that holds a checkpoint would overwrite it: refused."""
-    if (Path(folder) / MANIFEST).exists():
+    """--checkpoint takes an empty folder: one that holds a checkpoint would be overwritten,
+    and one that holds anything else would be mixed with it."""
+    folder = Path(folder)
+    if (folder / MANIFEST).exists():
         raise CheckpointError(
             f"{folder} already holds a checkpoint: continue it with --resume {folder}, or choose an empty folder"
         )
+    if folder.is_dir() and any(p.name != LOCK for p in folder.iterdir()):
+        raise CheckpointError(f"{folder} is not empty and holds no checkpoint (a run stopped before its first "
+                              f"save leaves one so): choose an empty folder")
+
+
+@contextmanager
+def holding(folder: Path | None, resuming: bool) -> Iterator[None]:
+    """The checkpoint folder, held by this run until it ends: a second run on the same folder,
+    which would interleave its writes with this one's, is refused in one line. The lock is
+    the kernel's (flock), so a run that is killed lets go of it with its last breath."""
+    if folder is None:
+        yield
+        return
+    folder = Path(folder)
+    if resuming and not folder.is_dir():
+        raise CheckpointError(f"no checkpoint in {folder} (no such folder)")
+    if not resuming:
+        refuse_existing(folder)  # before the lock file is made: a refused folder is left as it was
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise CheckpointError(f"cannot take {folder} for a checkpoint: {e.strerror or e}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CheckpointError(f"cannot take {folder} for a checkpoint: {LOCK} there is not a regular file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CheckpointError(f"{folder} is in use by another isrcheck run: wait for it to end, "
+                                  f"or choose another folder") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def open_saved(folder: Path, name: str) -> BinaryIO:
+    """A checkpoint's data file, opened for reading if it is a regular file: a FIFO or a
+    device in its place would block the resume or feed it without end."""
+    try:
+        fd = os.open(Path(folder) / name, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
+    except OSError as e:
+        raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CheckpointError(f"checkpoint in {folder} is unusable: {name} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def header(fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
@@ -154,10 +209,8 @@ def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, An
 
 def _read_checked(folder: Path, name: str, size: int, m: dict[str, Any]) -> bytes:
     try:
-        with open(folder / name, "rb") as f:
+        with open_saved(folder, name) as f:
             data = f.read(size)
-    except FileNotFoundError:
-        raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
     except OSError as e:
         raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
     if len(data) != size:
@@ -225,7 +278,7 @@ def read_manifest(folder: Path, fmt: str, ident: dict[str, Any]) -> dict[str, An
     if not mpath.exists():
         raise CheckpointError(f"no checkpoint in {folder} (no {MANIFEST})")
     try:
-        m = load_json(mpath, "checkpoint manifest", limit=256 << 20)
+        m = load_json(mpath, "checkpoint manifest", limit=MANIFEST_LIMIT)
     except FileProblem as e:
         raise CheckpointError(f"{e} (unreadable or corrupted)") from None
     saved = m.get("options") if isinstance(m, dict) else None

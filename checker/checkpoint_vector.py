@@ -33,7 +33,7 @@ import numpy as np
 from isrcheck.files import atomic_write
 
 from .checkpoint import MANIFEST, CheckpointError, count, found_states, header, malformed, read_manifest, seconds
-from .checkpoint import whole, write_manifest
+from .checkpoint import open_saved, whole, write_manifest
 from .vector_store import mapped_keys, read_mapped
 
 FORMAT = "isrcheck-vector-checkpoint-1"
@@ -153,14 +153,12 @@ def _read_level(folder: Path, depth: int, entry: dict, words: int, action_dtype:
     name, size = level_name(depth), entry["size"]
     crc, seen = 0, 0
     try:
-        with open(folder / name, "rb") as f:
+        with open_saved(folder, name) as f:
             while seen <= size:
                 data = f.read(min(8 * BLOCK, size + 1 - seen))
                 if not data:
                     break
                 crc, seen = zlib.crc32(data, crc), seen + len(data)
-    except FileNotFoundError:
-        raise CheckpointError(f"checkpoint in {folder} is incomplete: {name} is missing") from None
     except OSError as e:
         raise CheckpointError(f"checkpoint in {folder} is unreadable: {name} ({e.strerror or e})") from None
     if seen != size:

@@ -47,7 +47,7 @@ class BfsSaving:
 
 def _format_in(folder: Path) -> Any:
     try:
-        m = load_json(Path(folder) / checkpoint.MANIFEST, "checkpoint manifest", limit=256 << 20)
+        m = load_json(Path(folder) / checkpoint.MANIFEST, "checkpoint manifest", limit=checkpoint.MANIFEST_LIMIT)
     except FileProblem:
         return None  # read_manifest says what is wrong with it
     return m.get("format") if isinstance(m, dict) else None

@@ -188,7 +188,7 @@ def _verify(folder: Path, relative: str, size: int, crc: int) -> None:
             words = "shorter" if actual < size else "longer"
             raise CheckpointError(f"checkpoint in {folder} is truncated: {relative} is {words} than the manifest says")
         value = 0
-        with open(path, "rb") as f:
+        with checkpoint.open_saved(folder, relative) as f:
             while block := f.read(READ_BLOCK):
                 value = zlib.crc32(block, value)
     except FileNotFoundError:

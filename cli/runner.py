@@ -112,9 +112,10 @@ def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
         limits = Limits(options, time.monotonic(), observer)
         # an unbounded configuration has no explicit model: the symbolic engine takes the config
         model = run.config if run.config.unbounded else ReplicationModel(run.config, limits)
-        saving = _checkpointing(run, model, props)
-        engine = get_engine(run.engine, **run.engine_args)
-        result = engine.check(model, props, options, observer, **saving)
+        with checkpoint.holding(run.resume_dir or run.checkpoint_dir, resuming=run.resume_dir is not None):
+            saving = _checkpointing(run, model, props)
+            engine = get_engine(run.engine, **run.engine_args)
+            result = engine.check(model, props, options, observer, **saving)
     except TablesStopped as e:
         return CheckOutcome(run, stopped_building(run.engine, props, options, e.reason))
     outcome = CheckOutcome(run, result)

@@ -58,6 +58,29 @@ def test_a_run_killed_at_a_random_moment_resumes_to_the_uninterrupted_result(tmp
     assert summary(report) == reference
 
 
+def test_two_runs_on_one_folder_one_runs_and_the_other_is_refused(tmp_path, reference):
+    """The first run holds the folder (it is stopped meanwhile, so it cannot end first);
+    a second run on it, resuming or starting another search, is refused in one line."""
+    ck = tmp_path / "ck"
+    first = start(tmp_path, "--checkpoint", str(ck), "--checkpoint-every", "0.05s")
+    wait_for(ck / "manifest.json")
+    first.send_signal(signal.SIGSTOP)
+    try:
+        for args in (RUN, ["--rf", "2", "--min-isr", "1", "--no-progress"]):
+            for option, words in (("--resume", "in use by another isrcheck run"), ("--checkpoint", "already holds")):
+                t = time.monotonic()
+                other = run_cli("check-model", *args, "--trace-dir", str(tmp_path / "t2"), option, str(ck), timeout=60)
+                lines = other.stderr.strip().splitlines()
+                assert other.returncode == 2 and len(lines) == 1, other.stderr
+                assert words in lines[0], lines[0]
+                assert time.monotonic() - t < 30
+    finally:
+        first.send_signal(signal.SIGCONT)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 1, err
+    assert summary(json.loads(out)) == reference
+
+
 def test_ctrl_c_writes_a_final_checkpoint_and_exits_3_with_a_partial_result(tmp_path, reference):
     ck = tmp_path / "ck"
     proc = start(tmp_path, "--checkpoint", str(ck), "--checkpoint-every", "1h")

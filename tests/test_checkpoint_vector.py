@@ -92,17 +92,22 @@ SMALL = ["--rf", "2", "--max-records", "1", "--no-progress"]
 def saved_small(tmp_path: Path, *kernel: str) -> tuple[Path, dict[str, bytes]]:
     ck = tmp_path / "ck"
     assert run_cli("check-model", *SMALL, *kernel, "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck)).returncode == 0
-    return ck, {p.name: p.read_bytes() for p in ck.iterdir()}
+    return ck, _contents(ck)
+
+
+def _contents(ck: Path) -> dict[str, bytes | str]:
+    """Each file's bytes; a FIFO or other special file only by name (reading it would block)."""
+    return {p.name: p.read_bytes() if p.is_file() else "special" for p in ck.iterdir()}
 
 
 def assert_refused(tmp_path: Path, ck: Path, words: str, *kernel: str) -> None:
-    before = {p.name: p.read_bytes() for p in ck.iterdir()}
+    before = _contents(ck)
     start = time.monotonic()
     proc = run_cli("check-model", *SMALL, *kernel, "--trace-dir", str(tmp_path / "t"), "--resume", str(ck))
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and words in lines[0], proc.stderr
     assert time.monotonic() - start < 30
-    assert {p.name: p.read_bytes() for p in ck.iterdir()} == before
+    assert _contents(ck) == before
 
 
 def edit(ck: Path, change, reseal: bool) -> None:
@@ -164,6 +169,33 @@ def test_a_garbled_manifest_body_is_refused_in_one_line(tmp_path, body):
     ck, _ = saved_small(tmp_path)
     (ck / "manifest.json").write_text(body)
     assert_refused(tmp_path, ck, "manifest")
+
+
+@pytest.mark.parametrize("kernel,name", [("vector", "manifest.json"), ("vector", checkpoint_vector.level_name(1)),
+                                         ("scalar", "states.bin"), ("scalar", "parents.bin"), ("scalar", "actions.bin")])
+def test_a_fifo_in_place_of_a_saved_file_is_refused_without_waiting_on_it(tmp_path, kernel, name):
+    ck, _ = saved_small(tmp_path, "--kernel", kernel)
+    (ck / name).unlink()
+    os.mkfifo(ck / name)
+    assert_refused(tmp_path, ck, "not a regular file", "--kernel", kernel)
+
+
+def test_a_manifest_over_64_mib_is_refused(tmp_path):
+    ck, _ = saved_small(tmp_path)
+    with open(ck / "manifest.json", "a") as f:
+        f.write(" " * (70 << 20))
+    assert_refused(tmp_path, ck, "larger than 64 MiB")
+
+
+def test_checkpointing_into_a_folder_that_holds_other_files_is_refused_and_left_as_it_was(tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "level-000000.bin").write_bytes(b"left by a run killed before its first manifest")
+    before = _contents(ck)
+    proc = run_cli("check-model", *SMALL, "--trace-dir", str(tmp_path / "t"), "--checkpoint", str(ck))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "is not empty" in lines[0], proc.stderr
+    assert _contents(ck) == before
 
 
 def test_a_truncated_or_corrupted_level_file_is_refused(tmp_path):
