@@ -43,6 +43,7 @@ from isrcheck.properties import BY_NAME, NAMES, UnknownProperty, select
 from .suite_expect import Expected, SuiteError, read_expected
 from .tomllines import TomlProblem, key_lines, line_of, parse_toml
 
+MAX_CHECKS = 10_000  # a suite's checks once its lists are expanded: more is a mistake, and costs gigabytes to list
 SUITE_KEYS = ("name", "description", "defaults", "check")
 CHECK_KEYS = ("name", "description", "properties", "expect", "when", "kafka")
 # check-model options that belong to the check-suite command line, not to one check
@@ -158,6 +159,7 @@ class _Loader:
             raise self.error(("check",), "check must be an array of tables: [[check]]")
         checks: list[SuiteCheck] = []
         seen: dict[str, int] = {}
+        self.counted = 0
         for i, table in enumerate(tables):
             for check in self.expand(i, table, default_values, default_props):
                 if check.name in seen:
@@ -287,6 +289,7 @@ class _Loader:
         expect = self.expect_table(table.get("expect", {}), where + ("expect",))
         whens = self.when_blocks(table.get("when", []), where, place)
         matched = [False] * len(whens)
+        self.count_checks(where, place, axes)
         checks = []
         for combo in itertools.product(*axes.values()):
             chosen = dict(zip(axes, combo))
@@ -309,6 +312,17 @@ class _Loader:
             if not hit:
                 raise self.error(where + ("when", j), f"this [[check.when]] matches no configuration of {place}")
         return checks
+
+    def count_checks(self, where: tuple, place: str, axes: dict[str, list]) -> None:
+        """Refuse a suite whose lists expand past MAX_CHECKS, counted before any is expanded."""
+        size = 1
+        for values in axes.values():
+            size *= len(values)
+        self.counted += size
+        if self.counted > MAX_CHECKS:
+            lengths = " x ".join(str(len(v)) for v in axes.values()) or "1"
+            raise self.error(where, f"{place} expands into {size:,} checks ({lengths}), which takes the suite past "
+                                    f"{MAX_CHECKS:,} checks, the most a suite may hold: split it or shorten its lists")
 
     def value(self, values: dict, key: str) -> Any:
         return values.get(key, self.base[self.options[key].name])

@@ -155,3 +155,35 @@ def test_a_suite_takes_kafka_keys_as_the_options_they_set(tmp_path):
     configs = [c.run.config for c in suite.checks]
     assert [(c.rf, c.acks, c.min_isr, c.unclean_election) for c in configs] == [(2, "all", 1, True), (2, "all", 2, True)]
     assert [c.name for c in suite.checks] == ["unclean [min-isr=1]", "unclean [min-isr=2]"]  # a Kafka list is a matrix
+
+
+def test_a_matrix_past_the_most_checks_a_suite_may_hold_is_refused_before_it_is_expanded(tmp_path):
+    """Issue 55: a 417-byte suite whose lists expanded to 1.66 million checks took 3.3 GB to list."""
+    import resource
+    import subprocess
+    import sys
+
+    limits = ", ".join(f'"{n}s"' for n in range(1, 101))
+    path = tmp_path / "suite.toml"
+    path.write_text(textwrap.dedent(f'''\
+        [[check]]
+        name = "small"
+        rf = [2, 3]
+        expect = {{ acked-survive = "holds" }}
+
+        [[check]]
+        name = "huge"
+        max-depth = {list(range(1, 101))}
+        time-limit = [{limits}]
+        crashes = [0, 1, 2]
+        max-records = [1, 2]
+        expect = {{ acked-survive = "holds" }}
+        '''))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.cli.check_suite", str(path), "--list"],
+                          capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "'huge' expands into 60,000 checks (100 x 100 x 3 x 2)" in lines[0] and "10,000" in lines[0]
+    assert f"{path}:6:" in lines[0]
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < max(before, 400_000)  # kB: no expansion
