@@ -47,11 +47,17 @@ def open_database(folder: FilePath | None) -> ExampleDatabase:
 class Replayer:
     """Runs a list of actions on the model, skipping those not enabled, up to the first state
     where ``decides`` is true; ``deadline`` (monotonic seconds) makes every later example
-    uninteresting, so that a time limit ends the shrinking at the best walk so far."""
+    uninteresting, so that a time limit ends the shrinking at the best walk so far. A walk
+    found interesting stays so after the deadline: Hypothesis replays its best one at the
+    end, and a different answer then is its "Failed to reproduce" error."""
 
     def __init__(self, model: Any, decides: Callable[[int], bool], deadline: float | None = None) -> None:
         self.model, self.decides, self.deadline = model, decides, deadline
         self.initial = model.init_states()[0]
+        self.hits: set[tuple[int, ...]] = set()  # the walks found interesting
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def path(self, actions: list[int]) -> Path | None:
         """The steps taken, up to the deciding state; None if no state on the way decides."""
@@ -72,9 +78,13 @@ class Replayer:
         return None
 
     def interesting(self, actions: list[int]) -> bool:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        walk = tuple(actions)
+        if walk in self.hits:
+            return True
+        if self.past_deadline() or self.path(actions) is None:
             return False
-        return self.path(actions) is not None
+        self.hits.add(walk)
+        return True
 
 
 def without_cycles(path: Path) -> Path:
@@ -94,22 +104,28 @@ def without_cycles(path: Path) -> Path:
     return Path(tuple(states), tuple(actions))
 
 
-def shortcuts(model: Any, path: Path, decides: Callable[[int], bool], radius: int = RADIUS) -> Path:
+def shortcuts(model: Any, path: Path, decides: Callable[[int], bool], radius: int = RADIUS,
+              past_deadline: Callable[[], bool] = lambda: False) -> Path:
     """The path with its detours cut. From each state on it, a breadth-first search of up to
     ``radius`` steps looks for a later state of the path that it reaches in fewer steps than
     the path takes, or for a state that decides the property sooner than the path's end; the
-    path takes the way that saves most, and the search starts again until none saves a step."""
-    while True:
-        better = _shortcut(model, path, decides, radius)
+    path takes the way that saves most, and the search starts again until none saves a step,
+    or until ``past_deadline``."""
+    while not past_deadline():
+        better = _shortcut(model, path, decides, radius, past_deadline)
         if better is None:
             return path
         path = better
+    return path
 
 
-def _shortcut(model: Any, path: Path, decides: Callable[[int], bool], radius: int) -> Path | None:
+def _shortcut(model: Any, path: Path, decides: Callable[[int], bool], radius: int,
+              past_deadline: Callable[[], bool]) -> Path | None:
     index = {s: k for k, s in enumerate(path.states)}
     end = len(path.states) - 1
     for i in range(end):
+        if past_deadline():
+            return None
         frontier: list[tuple[int, tuple[tuple[int, int], ...]]] = [(path.states[i], ())]
         seen, calls, best = {path.states[i]}, 0, None  # best: (saving, steps, the path index it joins or None)
         for depth in range(1, radius + 1):
@@ -160,13 +176,13 @@ def _find(replayer: Replayer, n_actions: int, database: ExampleDatabase, key: by
 def shrink(replayer: Replayer, path: Path, n_actions: int) -> Path:
     """The shortest deciding walk Hypothesis finds from ``path`` (detours and cycles cut first).
     It works in a database of its own: the secondary corpus is the one Hypothesis shrinks."""
-    start = shortcuts(replayer.model, without_cycles(path), replayer.decides)
+    start = shortcuts(replayer.model, without_cycles(path), replayer.decides, past_deadline=replayer.past_deadline)
     database, key = InMemoryExampleDatabase(), b"walk"
     database.save(key + b".secondary", _encoded(start.actions))
     shrunk = _find(replayer, n_actions, database, key, [Phase.reuse, Phase.shrink], len(start.actions))
     if shrunk is None or len(shrunk) > len(start):
         return start
-    return shortcuts(replayer.model, without_cycles(shrunk), replayer.decides)
+    return shortcuts(replayer.model, without_cycles(shrunk), replayer.decides, past_deadline=replayer.past_deadline)
 
 
 def remember(database: ExampleDatabase, key: bytes, path: Path) -> None:

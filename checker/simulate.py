@@ -334,10 +334,14 @@ class _Simulation:
         from isrcheck.model import ConfigError, ReplicationModel  # here: the engine takes any model
 
         config = self.model.config
+        deadline = self.limits.deadline
         for p, _, always in self.checks:
             if not always or p.name not in self.paths:
                 continue
             for rf in range(1, config.rf):
+                seconds = FEWER_SECONDS if deadline is None else min(FEWER_SECONDS, deadline - time.monotonic())
+                if seconds < 0.5:  # what is left of the run's time limit: the search for fewer replicas ends
+                    return
                 try:
                     smaller = config.with_changes(rf=rf, min_isr=min(config.min_isr, rf),
                                                   power_loss=min(config.power_loss, rf)).validate()
@@ -345,7 +349,7 @@ class _Simulation:
                     continue
                 engine = SimulateEngine(self.engine.seed, FEWER_WALKS, self.engine.swarm, None, self.engine.restart,
                                         self.engine.novelty, self.engine.kernel, fewer_replicas=False)
-                r = engine.check(ReplicationModel(smaller), [p], replace(self.options, time_limit=FEWER_SECONDS),
+                r = engine.check(ReplicationModel(smaller), [p], replace(self.options, time_limit=seconds),
                                  self.observer)
                 path = r.properties[0].path
                 if path is not None:

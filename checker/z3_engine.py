@@ -132,9 +132,11 @@ class _Run:
 
     # ---- time ----------------------------------------------------------------------
     def _remaining(self) -> float | None:
-        if self.options.time_limit is None:
+        """What is left of the time limit, counted as every engine's is: from the run's start
+        (``Limits``), so the seconds spent building the formulas are spent from it too."""
+        if self.limits.deadline is None:
             return None
-        return max(0.001, self.started + self.options.time_limit - time.monotonic())
+        return max(0.001, self.limits.deadline - time.monotonic())
 
     def _check(self, solver: z3.Solver, *assumptions, budget: float | None = None) -> z3.CheckSatResult:
         limits = [x for x in (self._remaining(), budget) if x is not None]

@@ -31,11 +31,11 @@ from isrcheck.properties import BY_NAME
 from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
                             text_advice)
-from .check_model import _duration
+from .check_model import _duration, _size
 from .check_suite import trace_outputs
 from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
-from .common import available_cores, color_option, wants_color
+from .common import available_cores, color_option, process_started, wants_color
 from .runner import CheckRun
 from .suite import SuiteCheck
 from .suite_run import CheckReport, SuiteRunner, trace_folders
@@ -133,7 +133,11 @@ def _valid(base: ModelConfig):
 @click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
               help="Checks run at once, each in its own process [default: the CPU cores].")
 @click.option("--time-limit", callback=_duration, metavar="DURATION",
-              help="Stop each configuration's check cleanly after this long (90s, 5m).")
+              help="Stop the whole sweep cleanly after this long (90s, 5m): the advice gives what the configurations "
+                   "decided by then say.")
+@click.option("--max-memory", callback=_size, metavar="SIZE",
+              help="Stay under this much memory, all the checks that run at once together (2G) [default: 85% of "
+                   "the machine's].")
 @click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out/advise"),
               show_default=True, help="Where the traces that rule settings out are saved, a folder per configuration.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -142,11 +146,12 @@ def _valid(base: ModelConfig):
               help="A line on stderr as each configuration's check ends.")
 @color_option
 def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], max_records: int,
-         max_leader_epoch: int, jobs: int | None, time_limit: float | None, trace_dir: Path, fmt: str,
-         progress: bool, color: bool | None, **faults: Any) -> int:
+         max_leader_epoch: int, jobs: int | None, time_limit: float | None, max_memory: int | None, trace_dir: Path,
+         fmt: str, progress: bool, color: bool | None, **faults: Any) -> int:
     """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
     the cheapest settings that keep it and the trace that rules out each cheaper one; exit 0 some
     setting keeps every guarantee, 1 none does, 2 usage, 3 incomplete."""
+    deadline = None if time_limit is None else process_started() + time_limit  # one budget for the sweep
     try:
         version = releases.find(kafka_version).version
         base = ModelConfig(rf=max(rfs), kafka_version=version, max_records=max_records,
@@ -156,7 +161,7 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
         raise UsageFailure(str(e)) from None
     wanted = chosen(guarantees, base)
     sweep = fr.make_sweep(axes(rfs, base.power_loss, base.retries), _valid(base))
-    checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True, time_limit=time_limit))
+    checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True))
     click.echo(header(sweep, base, wanted), err=True)
     started, done = time.monotonic(), []
 
@@ -169,7 +174,7 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
             click.echo(f"  {count} {words[check.name]}: {short(rep, wanted)}", err=True)
 
     runner = SuiteRunner(list(checks.values()), trace_folders(list(checks.values()), trace_dir),
-                         jobs or min(available_cores(), MAX_WORKERS), on_done, False)
+                         jobs or min(available_cores(), MAX_WORKERS), on_done, False, deadline, max_memory)
     reports = runner.run()
     declared = [p.name for p in click.get_current_context().command.params]  # the options' order, not the user's
     advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},

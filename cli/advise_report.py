@@ -78,6 +78,11 @@ class Advice:
         return self._frontiers[g.key]
 
     @property
+    def decided(self) -> int:
+        """The configurations whose checks finished."""
+        return sum(1 for r in self.reports.values() if r is not None and r.complete and not r.error)
+
+    @property
     def incomplete(self) -> bool:
         return any(self.frontier(g).unknown for g in self.wanted)
 
@@ -151,12 +156,12 @@ def _guarantee_lines(a: Advice, g: Guarantee, paint=plain) -> list[str]:
     f = a.frontier(g)
     lines = [paint(f"{g.words} ({g.property})", "heading")]
     if not f.edge:
-        lines.append("  no setting swept keeps it:")
+        lines.append("  no setting decided keeps it:" if f.unknown else "  no setting swept keeps it:")
         lines += [_reason_line(a, g, p, paint) for p in fr.most_durable(list(a.sweep.points)) if a.kept(g, p) is False]
-        return lines
-    lines.append(f"  {'cheapest' if g.durable else 'most durable'} settings that keep it:")
-    lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in f.edge]
-    if f.beyond:
+    else:
+        lines.append(f"  {'cheapest' if g.durable else 'most durable'} settings that keep it:")
+        lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in f.edge]
+    if f.edge and f.beyond:
         lines.append(f"  ruled out, one step {'cheaper' if g.durable else 'more durable'}:")
         lines += [_reason_line(a, g, n, paint) for n in f.beyond]
     if f.unknown:
@@ -170,6 +175,9 @@ def verdict_text(a: Advice) -> str:
     if a.recommended:
         return f"{lead}, the cheapest settings that keep all of ({what}) are: " + \
             "; or ".join(a.sweep.words(p) for p in a.recommended) + "."
+    if a.incomplete:
+        return (f"{lead}, no setting decided keeps all of ({what}) at once; "
+                f"{len(a.sweep.points) - a.decided} of {len(a.sweep.points)} configurations were not decided.")
     return f"{lead}, no setting swept keeps all of ({what}) at once."
 
 
@@ -179,12 +187,15 @@ def text_advice(a: Advice, paint=plain) -> str:
     lines: list[str] = []
     for g in a.wanted:
         lines += _guarantee_lines(a, g, paint) + [""]
-    lines.append("every guarantee above at once: " + ("the cheapest settings that keep them all:" if a.recommended
-                                                      else "no setting swept keeps them all"))
+    lines.append("every guarantee above at once: " + (
+        "the cheapest settings that keep them all:" if a.recommended
+        else "no setting decided keeps them all" if a.incomplete else "no setting swept keeps them all"))
     lines += [f"    {paint(a.sweep.words(p), 'good')}" for p in a.recommended]
     state = " (interrupted: the frontier may move)" if a.interrupted else (
         " (some checks did not finish: the frontier may move)" if a.incomplete else "")
-    lines.append(f"{len(a.sweep.points)} configurations checked in {a.seconds:.1f} s{state}; bounds: max-records "
+    total = len(a.sweep.points)
+    checked = f"{total} configurations checked" if a.decided == total else f"{a.decided} of {total} configurations decided"
+    lines.append(f"{checked} in {a.seconds:.1f} s{state}; bounds: max-records "
                  f"{a.base.max_records}, max-leader-epoch {a.base.max_leader_epoch}")
     lines.append(verdict_text(a))
     return "\n".join(lines)
@@ -210,7 +221,7 @@ def json_advice(a: Advice) -> dict[str, Any]:
         } for g in a.wanted],
         "recommended": [a.sweep.kafka(p) for p in a.recommended],
         "configurations": [_configuration(a, p) for p in a.sweep.points],
-        "complete": not (a.interrupted or a.incomplete), "interrupted": a.interrupted,
+        "complete": not (a.interrupted or a.incomplete), "interrupted": a.interrupted, "decided": a.decided,
         "seconds": round(a.seconds, 3), "verdict_text": verdict_text(a),
     }
 

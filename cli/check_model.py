@@ -22,7 +22,7 @@ from isrcheck.properties import NAMES, UnknownProperty
 
 from . import colors, graph_files, kafka_config, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
-                     UsageFailure, available_cores, color_option, exit_code, wants_color)
+                     UsageFailure, available_cores, process_started, color_option, exit_code, wants_color)
 from .runner import CheckOutcome, CheckRun, run_check
 from .engine_args import engine_args_from
 from .simulate_options import simulate_options
@@ -243,6 +243,7 @@ def main(**params) -> int:
     check_outputs(run, params["junit_file"], params["graph_file"])
     if params["replay_on_kafka"]:
         refuse_replay(run)
+    run.options = replace(run.options, started=process_started())  # the limits count from the first instruction
     if run.options.max_memory is None:
         run.options = replace(run.options, max_memory=default_memory_limit())
     if run.engine == "bfs" and run.engine_args["workers"] is None:

@@ -106,7 +106,8 @@ def _checkpointing(run: CheckRun, model: ReplicationModel, props) -> dict[str, A
 def run_check(run: CheckRun, observer: Observer | None = None) -> CheckOutcome:
     if run.options.max_memory is not None:  # the limit reads the resident set: not what earlier runs freed
         release_freed_memory()
-    options = replace(run.options, started=time.monotonic())  # the limits count from here: tables, resume, search
+    # the limits count from here (tables, resume, search), or from when the command started
+    options = replace(run.options, started=run.options.started or time.monotonic())
     props = select(run.config, list(run.properties) or None, run.engine)
     try:  # the model's tables are built under the limits: here, and the engine's when it asks for them
         limits = Limits(options, time.monotonic(), observer)

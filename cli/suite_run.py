@@ -172,21 +172,29 @@ class SuiteRunner:
     """Runs checks (BFS and Z3 ones in ``jobs`` processes, Spark ones after, one at a time)."""
 
     def __init__(self, checks: list[SuiteCheck], folders: dict[str, Path], jobs: int, on_done: Done,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, deadline: float | None = None, max_memory: int | None = None) -> None:
         self.checks = checks
         self.folders = folders
         self.jobs = jobs
         self.on_done = on_done
         self.progress = progress
+        self.deadline = deadline  # time.monotonic() when every check must have stopped: one budget for all
+        self.max_memory = max_memory  # for all the checks that run at once together
         self.reports: dict[str, CheckReport] = {}
         self.interrupted = False
+
+    @property
+    def out_of_time(self) -> bool:
+        """Whether the shared time limit left checks unstarted."""
+        return self.deadline is not None and len(self.reports) < len(self.checks) and not self.interrupted
 
     def run(self) -> dict[str, CheckReport]:
         others = [c for c in self.checks if c.run.engine != "spark"]
         spark = [c for c in self.checks if c.run.engine == "spark"]
         workers = min(self.jobs, len(others))
         for checks, share in ((others, max(1, workers)), (spark, 1)):
-            limit = default_memory_limit(share)  # side by side, checks share 85% of the machine's memory
+            # side by side, checks share --max-memory, or 85% of the machine's memory
+            limit = default_memory_limit(share) if self.max_memory is None else self.max_memory // share
             for check in checks:
                 if check.run.options.max_memory is None:
                     check.run.options = replace(check.run.options, max_memory=limit)
@@ -208,7 +216,10 @@ class SuiteRunner:
         try:
             with CliObserver(self.progress) as observer:
                 for check in checks:
-                    rep = run_one(check, self.folders[check.name], observer)
+                    budgeted = within(check, self.deadline)
+                    if budgeted is None:
+                        break
+                    rep = run_one(budgeted, self.folders[check.name], observer)
                     self._finish(check, rep)
                     if observer.stop_reason:
                         self.interrupted = True
@@ -234,7 +245,7 @@ class SuiteRunner:
 
         previous = {signum: signal.signal(signum, on_sigint) for signum in STOP_REASONS}  # Ctrl-C, SIGTERM
         try:
-            futures.update({pool.submit(_work, c, self.folders[c.name]): c for c in checks})
+            futures.update({pool.submit(_work, c, self.folders[c.name], self.deadline): c for c in checks})
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -280,8 +291,23 @@ class _EventObserver(Observer):
         return self.stop_reason
 
 
-def _work(check: SuiteCheck, trace_dir: Path) -> CheckReport | None:
-    """A check in a worker; None when the suite was interrupted before the check began."""
-    if _STOP is not None and _STOP.is_set():
+def _work(check: SuiteCheck, trace_dir: Path, deadline: float | None) -> CheckReport | None:
+    """A check in a worker; None when the suite was interrupted, or its time was up, before the check began."""
+    budgeted = within(check, deadline)
+    if budgeted is None or (_STOP is not None and _STOP.is_set()):
         return None
-    return run_one(check, trace_dir, _EventObserver())
+    return run_one(budgeted, trace_dir, _EventObserver())
+
+
+def within(check: SuiteCheck, deadline: float | None) -> SuiteCheck | None:
+    """The check limited to what is left before ``deadline`` (time.monotonic(), one clock for
+    every process on the machine), its own limit too; None when less than a second is left."""
+    if deadline is None:
+        return check
+    now = time.monotonic()
+    left = deadline - now
+    if left < 1.0:
+        return None
+    own = check.run.options.time_limit
+    options = replace(check.run.options, time_limit=min(own, left) if own else left, started=now)
+    return replace(check, run=replace(check.run, options=options))

@@ -203,3 +203,21 @@ def test_a_trace_folder_that_breaks_during_the_sweep_is_named_after_the_advice(t
     assert acked["ruled_out"] and all(r["trace_file"] is None for r in acked["ruled_out"])
     assert "Not a directory" in line and line.endswith("; written: the advice above")
     assert traces.read_text() == "now a file"
+
+
+def test_one_time_limit_for_the_whole_sweep_with_what_it_decided_by_then(tmp_path):
+    """Issue 55: --time-limit 10s on this sweep took 158 s and 1.5 GB, each configuration
+    getting 10 s of its own. The limit is now the sweep's, from the command's first instruction."""
+    import resource
+    import time
+
+    started = time.monotonic()
+    proc = run_cli("advise-config", "--rf", "5", "--max-records", "4", "--max-leader-epoch", "4", "--crashes", "3",
+                   "--time-limit", "6s", "--max-memory", "1G", "--format", "json", "--trace-dir", str(tmp_path))
+    took = time.monotonic() - started
+    assert proc.returncode == 3, proc.stderr
+    advice = json.loads(proc.stdout)
+    assert advice["complete"] is False and advice["decided"] < len(advice["configurations"]) == 30
+    assert took < 6 * 1.1 + 1 + 3  # the issue's bound (10% and a second), and room for a loaded test machine
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1 << 20  # kB: the largest process under 1 GiB
+    assert "no setting swept keeps" not in advice["verdict_text"]
