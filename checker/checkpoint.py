@@ -44,7 +44,6 @@ from .engine import CheckpointError  # noqa: F401 - checkpoint.CheckpointError, 
 FORMAT = "isrcheck-checkpoint-2"
 MANIFEST = "manifest.json"
 FILES = ("states.bin", "parents.bin", "actions.bin")
-LOCK = ".isrcheck.lock"  # held by the run that uses the folder; not part of the checkpoint
 MANIFEST_LIMIT = 64 << 20  # the largest manifest read: a real one is a few kilobytes a level
 CHUNK = 1 << 16  # states encoded at a time
 
@@ -113,7 +112,7 @@ def refuse_existing(folder: Path) -> None:
         raise CheckpointError(
             f"{folder} already holds a checkpoint: continue it with --resume {folder}, or choose an empty folder"
         )
-    if folder.is_dir() and any(p.name != LOCK for p in folder.iterdir()):
+    if folder.is_dir() and any(folder.iterdir()):
         raise CheckpointError(f"{folder} is not empty and holds no checkpoint (a run stopped before its first "
                               f"save leaves one so): choose an empty folder")
 
@@ -122,7 +121,8 @@ def refuse_existing(folder: Path) -> None:
 def holding(folder: Path | None, resuming: bool) -> Iterator[None]:
     """The checkpoint folder, held by this run until it ends: a second run on the same folder,
     which would interleave its writes with this one's, is refused in one line. The lock is
-    the kernel's (flock), so a run that is killed lets go of it with its last breath."""
+    the kernel's (flock on the folder itself, so nothing is added to it), and a run that is
+    killed lets go of it with its last breath."""
     if folder is None:
         yield
         return
@@ -130,15 +130,13 @@ def holding(folder: Path | None, resuming: bool) -> Iterator[None]:
     if resuming and not folder.is_dir():
         raise CheckpointError(f"no checkpoint in {folder} (no such folder)")
     if not resuming:
-        refuse_existing(folder)  # before the lock file is made: a refused folder is left as it was
+        refuse_existing(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
         raise CheckpointError(f"cannot take {folder} for a checkpoint: {e.strerror or e}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CheckpointError(f"cannot take {folder} for a checkpoint: {LOCK} there is not a regular file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -11,7 +11,7 @@ import ctypes
 import resource
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from isrcheck.properties import Property
 
@@ -111,24 +111,30 @@ class Limits:
     limit, well before the operating system's OOM killer would act on a limit set below
     the machine's memory."""
 
-    def __init__(self, options: CheckOptions, started: float, observer: Observer | None = None) -> None:
+    def __init__(self, options: CheckOptions, started: float, observer: Observer | None = None,
+                 memory: Callable[[], int] | None = None) -> None:
         if options.started is not None:
             started -= max(0.0, time.monotonic() - options.started)
         self.deadline = started + options.time_limit if options.time_limit else None
         self.memory_stop = int(options.max_memory * MEMORY_HEADROOM) if options.max_memory else None
         self.observer = observer
+        self.memory = memory or current_rss  # what counts: this process, or (Spark) its whole tree
+        self.peak = 0  # the highest memory seen at a look
 
     def exceeded(self, reserve: int = 0) -> str:
         """The limit reached, or ''; ``reserve``: bytes the next step is about to need."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return "time limit"
-        if self.memory_stop is not None and current_rss() + reserve >= self.memory_stop:
-            return "memory limit"
+        if self.memory_stop is not None:
+            used = self.memory()
+            self.peak = max(self.peak, used)
+            if used + reserve >= self.memory_stop:
+                return "memory limit"
         return self.observer.should_stop() if self.observer is not None else ""
 
     def memory_room(self) -> int | None:
         """Bytes left before the memory stop, or None without a memory limit."""
-        return None if self.memory_stop is None else max(0, self.memory_stop - current_rss())
+        return None if self.memory_stop is None else max(0, self.memory_stop - self.memory())
 
 
 BUILDING_NOTE = "stopped while building the model's tables, before any state was searched"
@@ -191,6 +197,20 @@ def _mallopt(param: int, value: int) -> None:
 def current_rss() -> int:
     """Resident set size of this process now, in bytes (Linux /proc; falls back to the peak)."""
     return resident_size("self") or peak_rss()
+
+
+def tree_rss() -> int:
+    """The resident sizes of this process and of every process under it: on a local Spark
+    master, the JVM and the Python workers it forks, which hold the levels being expanded
+    (issue 55: 3.2 GB across them under a 1 GB limit that read the driver alone). Shared
+    pages are counted once per process, so the sum errs high: the run stops early, never late."""
+    import psutil
+
+    try:
+        kids = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        kids = []
+    return current_rss() + sum(resident_size(k.pid) for k in kids)
 
 
 def resident_size(pid: int | str) -> int:

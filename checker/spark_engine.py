@@ -59,7 +59,7 @@ from . import spark_context as ctx
 from . import spark_stages as stages
 from . import spark_tasks as tasks
 from .bfs import KERNELS, vector_kernel_for
-from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss
+from .engine import CheckOptions, Limits, Observer, Progress, SearchModel, peak_rss, tree_rss
 from .result import CheckResult, Path, Stats, property_results
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,7 +181,7 @@ class _SparkSearch:
     def run(self) -> CheckResult:
         opts = self.options
         started = time.monotonic() - (self.resume.elapsed if self.resume else 0.0)
-        limits = Limits(opts, started)
+        limits = self.limits = Limits(opts, started, memory=tree_rss)  # the JVM and the Python workers count too
         pending = [p.name for p in self.properties]
         stop = ""
         frontier_done = False  # the last level had no successor left to discover
@@ -398,7 +398,7 @@ class _SparkSearch:
             generated=self.generated,
             depth=len(self.levels),
             seconds=seconds,
-            peak_memory=peak_rss(),
+            peak_memory=max(peak_rss(), self.limits.peak, tree_rss()),  # the process tree's, as the limit reads it
             full_states=self.full_states if self.canonical is not None else None,
             queue=0 if frontier_done or not self.level_sizes else self.level_sizes[-1],
         )

@@ -19,8 +19,8 @@ lists reordered or repeated, a checkpoint's manifest resealed with a correct che
 then the bytes cut or spliced.
 
 Inputs per test in CI: ``CI_EXAMPLES`` (options 120, limits 40, paths 60, view 120,
-suite 60, checkpoint 60, Spark checkpoint 30: 490 generated inputs) plus 64 explicit
-``@example`` cases (the bugs of issues 17 and 55 and those this suite found), so 554
+suite 60, checkpoint 60, Spark checkpoint 30: 490 generated inputs) plus 74 explicit
+``@example`` cases (the bugs of issues 17 and 55 and those this suite found), so 564
 runs, and 7 more that write the seed files. Settings: ``derandomize=True`` and no example
 database, so CI tries the same inputs on every run (derived from each test's source:
 editing a test changes its inputs). About 75 s on a 2-core machine when nothing fails (a
@@ -220,6 +220,12 @@ def model_command_lines(draw) -> list[str]:
 @example(args=["--rf", "6", "--crashes", "4", "--power-loss", "6", *TINY, *LIMITS])
 @example(args=["--rf", "6", "--max-records", "8", "--max-leader-epoch", "8", *LIMITS])
 @example(args=["--rf", "4", "--max-records", "4", "--max-leader-epoch", "1", *LIMITS])
+@example(args=["--engine", "simulate", "--walks", "1", *TINY, *LIMITS])  # issue 55: an IndexError
+@example(args=["--engine", "simulate", "--walks", "3", "--seed", "1", "--rf", "2", *TINY, *LIMITS])
+@example(args=["--engine", "simulate", "--walks", "2", "--no-swarm", *TINY, *LIMITS])
+@example(args=["--checkpoint", "full-dir", *TINY, *LIMITS])  # a folder that holds something else
+@example(args=["--checkpoint", "fifo", *TINY, *LIMITS])
+@example(args=["--resume", "full-dir", *TINY, *LIMITS])
 def test_check_model_options(base, args):
     run_checked(base, "check-model", args, model_outputs(args), then=must_refuse(args))
 
@@ -659,6 +665,9 @@ def suite_bound(path: Path) -> float | None:
 @example(case=SuiteCase("tradeoff-rf3", [("set", ("check", 0, "name"), "")], options=["--jobs", "1"]))
 @example(case=SuiteCase("production-configs", [("set", ("defaults",), Raw("1" * 5000))], options=["--jobs", "1"]))
 @example(case=SuiteCase("kafka-releases", [], options=["--jobs", "1", "--junit", "", "--report", "dir"]))
+@example(case=SuiteCase("production-configs", [("insert", ("check", 0), "max-depth", list(range(1, 101))),
+                                               ("insert", ("check", 0), "time-limit", [f"{n}s" for n in range(1, 102)])],
+                        options=["--list"]))  # issue 55: 10,100 checks from one [[check]]; 1.66 million took 3.3 GB
 def test_check_suite(base, case):
     from hypothesis import assume
 
@@ -693,7 +702,7 @@ class CheckpointCase:
     byte_edits: list = field(default_factory=list)  # of the manifest, after everything else
 
 
-FILE_OPS = ["cut", "flip", "append", "delete", "dir", "empty"]
+FILE_OPS = ["cut", "flip", "append", "delete", "dir", "empty", "fifo"]
 
 
 def data_files(folder: Path) -> list[str]:
@@ -753,6 +762,9 @@ def write_checkpoint(case: CheckpointCase, box: ft.Sandbox) -> None:
             target.mkdir()
         elif op == "empty":
             target.write_bytes(b"")
+        elif op == "fifo":  # issue 55: resume waited on it past its time limit and SIGTERM
+            target.unlink()
+            os.mkfifo(target)
 
 
 def _has_raw(doc: Any) -> bool:
@@ -783,6 +795,9 @@ def resume(base: Path, case: CheckpointCase, run_args: list[str]) -> None:
 @example(case=CheckpointCase("vector", [("set", ("options",), "bfs")], reseal=True))
 @example(case=CheckpointCase("vector", [("set", ("config",), [1, "a"])], reseal=True))
 @example(case=CheckpointCase("scalar", [("twice", ("generated",), 10**9)]))  # the checksum is of the last value
+@example(case=CheckpointCase("scalar", file_edits=[(0, "fifo", 0)]))
+@example(case=CheckpointCase("scalar", file_edits=[(2, "fifo", 0)]))
+@example(case=CheckpointCase("vector", file_edits=[(0, "fifo", 0)]))
 def test_checkpoint_resume(base, case):
     resume(base, case, CHECKPOINT_RUNS[case.seed])
 

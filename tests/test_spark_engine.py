@@ -250,6 +250,21 @@ def test_a_time_limit_cancels_the_running_level_and_reports_an_incomplete_run():
 
 
 @spark_test
+def test_the_memory_limit_and_the_peak_count_the_jvm_and_the_python_workers():
+    """Issue 55: under --max-memory 1G the workers of local[64] held 3.2 GB while the report
+    said 57 MB, the driver's alone. The JVM that a local master runs under the driver is
+    hundreds of megabytes by itself: a peak below it would be the driver's again."""
+    import psutil
+
+    config = ModelConfig(rf=3, protocol="kip-320", core=True, max_leader_epoch=3)  # 10 M states
+    spark = run_spark(config, explore_all=True, time_limit=20.0, max_memory=400 << 20)
+    jvm = sum(p.memory_info().rss for p in psutil.Process().children(recursive=True) if "java" in p.name())
+    assert jvm > 100 << 20
+    assert (spark.complete, spark.stop_reason) == (False, "memory limit")
+    assert spark.stats.peak_memory >= jvm
+
+
+@spark_test
 def test_a_task_that_fails_ends_the_run_incomplete_with_the_executor_error_in_one_line(monkeypatch):
     monkeypatch.setattr(spark_context, "_keep_log", False)  # the test's log need not outlive it
     config = CORE_RF2["kip-320"]
