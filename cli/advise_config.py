@@ -31,11 +31,10 @@ from isrcheck.properties import BY_NAME
 from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
                             text_advice)
-from .check_model import _duration, _size
 from .check_suite import trace_outputs
 from .colors import paint_kind
 from .common import FAILED, INCOMPLETE, MAX_WORKERS, OK, AsciiInt, NonEmptyPath, OneLineCommand, UsageFailure
-from .common import available_cores, color_option, process_started, wants_color
+from .common import available_cores, color_option, duration, process_started, size, wants_color
 from .runner import CheckRun
 from .suite import SuiteCheck
 from .suite_run import CheckReport, SuiteRunner, trace_folders
@@ -132,10 +131,10 @@ def _valid(base: ModelConfig):
 @click.option("--max-leader-epoch", type=AsciiInt(0, 6), default=2, show_default=True, help="Highest leader epoch.")
 @click.option("--jobs", "-j", type=AsciiInt(1, MAX_WORKERS), default=None,
               help="Checks run at once, each in its own process [default: the CPU cores].")
-@click.option("--time-limit", callback=_duration, metavar="DURATION",
+@click.option("--time-limit", callback=duration, metavar="DURATION",
               help="Stop the whole sweep cleanly after this long (90s, 5m): the advice gives what the configurations "
                    "decided by then say.")
-@click.option("--max-memory", callback=_size, metavar="SIZE",
+@click.option("--max-memory", callback=size, metavar="SIZE",
               help="Stay under this much memory, all the checks that run at once together (2G) [default: 85% of "
                    "the machine's].")
 @click.option("--trace-dir", type=NonEmptyPath(file_okay=False, path_type=Path), default=Path("traces-out/advise"),

@@ -22,11 +22,12 @@ from isrcheck.properties import NAMES, UnknownProperty
 
 from . import colors, graph_files, kafka_config, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
-                     UsageFailure, available_cores, process_started, color_option, exit_code, wants_color)
+                     UsageFailure, available_cores, color_option, duration, exit_code, parsed, process_started, size,
+                     wants_color)
 from .runner import CheckOutcome, CheckRun, run_check
 from .engine_args import engine_args_from
 from .simulate_options import simulate_options
-from .units import parse_duration, parse_size, whole_number
+from .units import whole_number
 
 ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "symbolic, bounded model checking "
                 "and proofs", "spark": "breadth-first search on a Spark cluster",
@@ -81,22 +82,6 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     )
 
 
-def _parsed(parse):
-    """A click callback that reads an option's text with ``parse`` (ValueError: a usage error)."""
-
-    def callback(ctx, param, value):
-        if value is None:
-            return None
-        try:
-            return parse(value)
-        except ValueError as e:
-            raise click.BadParameter(str(e)) from None
-
-    return callback
-
-
-_duration = _parsed(parse_duration)
-_size = _parsed(parse_size)
 
 
 class EpochBound(click.ParamType):
@@ -133,7 +118,7 @@ def feature_options(command):
         default = default_of(knob)
         extra: dict = {"default": default, "show_default": default is not None, "help": knob.help}
         if knob.parse:
-            extra.update(type=str, callback=_parsed(knob.parse), show_default=False)
+            extra.update(type=str, callback=parsed(knob.parse), show_default=False)
         elif knob.choices:
             extra["type"] = click.Choice(knob.choices)
         elif "/" not in knob.option:
@@ -166,7 +151,7 @@ def feature_options(command):
               help="; ".join(f"{name}: {ENGINE_WORDS[name]}" for name in ENGINES if name in ENGINE_WORDS) + ".")
 @click.option("--prove", type=click.Choice(["none", "induction", "spacer"]), default=None,
               help="--engine z3: after BMC, try a proof for every depth [default: induction].")
-@click.option("--prove-timeout", callback=_duration, metavar="DURATION",
+@click.option("--prove-timeout", callback=duration, metavar="DURATION",
               help="--engine z3: time for the proof attempt [default: 60s].")
 @click.option("--spark-master", metavar="URL", default=None,
               help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
@@ -211,14 +196,14 @@ def feature_options(command):
               help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
                    "(any size), .graphml or .dot (up to 200,000 states); .scc.graphml or .scc.dot: its "
                    "condensation, one node per strongly connected component.")
-@click.option("--time-limit", callback=_duration, metavar="DURATION",
+@click.option("--time-limit", callback=duration, metavar="DURATION",
               help="Stop cleanly after this long (90s, 5m, 1h; at most a year).")
-@click.option("--max-memory", callback=_size, metavar="SIZE",
+@click.option("--max-memory", callback=size, metavar="SIZE",
               help="Stay under this much memory (2G; at most 1024T): the vector kernel moves its states to "
                    "disk ($TMPDIR) where it must; a search that cannot stops cleanly.")
 @click.option("--checkpoint", "checkpoint_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Save the search in this folder at every level and every --checkpoint-every.")
-@click.option("--checkpoint-every", callback=_duration, default="5m", show_default=True, metavar="DURATION",
+@click.option("--checkpoint-every", callback=duration, default="5m", show_default=True, metavar="DURATION",
               help="Longest time between checkpoints inside a level (bfs; --engine spark saves at level ends).")
 @click.option("--resume", "resume_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               help="Continue the search saved in this folder (same options as the run that saved it).")
@@ -302,11 +287,13 @@ def replay_traces(outcome: CheckOutcome, fmt: str) -> list[dict]:
 
     from .replay_kafka import run_replay, summary
 
+    o = outcome.run.options
+    deadline = o.started + o.time_limit if o.time_limit and o.started is not None else None  # the check's budget
     out = []
     for name, path in outcome.trace_files.items():
         trace = outcome.traces[name]
         click.echo(f"check-model: replaying the {name} trace on a real Kafka cluster ...", err=True)
-        rep = run_replay(trace, None, path.name)
+        rep = run_replay(trace, None, path.name, deadline=deadline)
         if fmt == "text":
             click.echo(f"  {name:<18} real Kafka: {summary(rep)}")
         out.append(dataclasses.asdict(rep))

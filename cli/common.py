@@ -22,7 +22,7 @@ from isrcheck.checker import CheckResult, Observer, Progress
 from isrcheck.files import FileProblem, write_failure
 from isrcheck.properties import BY_NAME, verdict
 
-from .units import whole_number
+from .units import parse_duration, parse_size, whole_number
 
 OK, FAILED, USAGE, INCOMPLETE = 0, 1, 2, 3
 MAX_WORKERS = 256  # BFS workers and suite jobs: processes or threads, far beyond any useful count
@@ -240,3 +240,21 @@ class Outputs:
         if self.failed:
             done = ", ".join(self.written) if self.written else "no file"
             raise UsageFailure(f"not written: {'; '.join(self.failed)}; written: {done}")
+
+
+def parsed(parse):
+    """A click callback that reads an option's text with ``parse`` (ValueError: a usage error)."""
+
+    def callback(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+
+    return callback
+
+
+duration = parsed(parse_duration)  # --time-limit and the other durations of every command
+size = parsed(parse_size)  # --max-memory

@@ -23,10 +23,11 @@ from isrcheck.files import FileProblem
 from isrcheck.traces import Trace, TraceError
 from isrcheck.traces.view_data import load_checked
 
-from .common import FAILED, INCOMPLETE, OK, NonEmptyPath, OneLineCommand, UsageFailure
+from .common import FAILED, INCOMPLETE, OK, NonEmptyPath, OneLineCommand, UsageFailure, duration, process_started
 
 
-def run_replay(trace: Trace, line: str | None, name: str, keep: bool = False, echo=None):
+def run_replay(trace: Trace, line: str | None, name: str, keep: bool = False, echo=None,
+               deadline: float | None = None):
     """Replay one trace; a cluster that cannot be had is a UsageFailure (one line, exit 2)."""
     import shutil
 
@@ -34,7 +35,7 @@ def run_replay(trace: Trace, line: str | None, name: str, keep: bool = False, ec
     from isrcheck.cluster.replay import replay
 
     try:
-        report = replay(trace, line, trace_name=name, progress=echo)
+        report = replay(trace, line, trace_name=name, progress=echo, deadline=deadline)
     except ClusterError as e:
         raise UsageFailure(str(e)) from None
     if not keep:
@@ -57,7 +58,8 @@ def _shown(v: Any) -> str:
 def step_lines(rep) -> list[str]:
     ops = f" [{'; '.join(rep.operations)}]" if rep.operations else ""
     held = f" (paused: {', '.join(map(str, rep.held))})" if rep.held else ""
-    status = {"differs": "DIFFERS", "internal": "inside", "unsupported": "cannot"}.get(rep.status, rep.status)
+    status = {"differs": "DIFFERS", "internal": "inside", "unsupported": "cannot",
+              "stopped": "STOPPED"}.get(rep.status, rep.status)
     lines = [f"  {rep.index:3}. {status:8} {rep.seconds:5.1f} s  {rep.step}{ops}{held}"]
     if rep.status == "differs":
         lines.append(f"                        model: {_values(rep.expected)}")
@@ -68,6 +70,8 @@ def step_lines(rep) -> list[str]:
 
 
 def summary(report) -> str:
+    if report.stopped:
+        return f"INCOMPLETE ({report.stopped}) on Kafka {report.release}: {report.outcome} ({report.seconds:.0f} s)"
     said = "reproduced" if report.reproduced else ("not decided" if report.reproduced is None else "NOT reproduced")
     where = ("every observed step matched" if report.diverged_at is None
              else f"reality and the model part at step {report.diverged_at}")
@@ -95,7 +99,9 @@ def render_json(report) -> str:
 
 
 def exit_code(report) -> int:
-    return OK if report.reproduced is not False and report.diverged_at is None else FAILED
+    if report.diverged_at is not None or report.reproduced is False:
+        return FAILED
+    return INCOMPLETE if report.stopped else OK
 
 
 @click.command("replay-kafka", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -106,8 +112,13 @@ def exit_code(report) -> int:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: each step as it is taken, then the outcome; json: the whole report as one object.")
 @click.option("--keep", is_flag=True, help="Keep the cluster's folder (configs, logs, data) for a look afterwards.")
-def main(trace_file: Path, line: str | None, fmt: str, keep: bool) -> int:
-    """Replay a saved trace on a real Kafka cluster; exit 0 reality agrees, 1 it parts, 2 usage, 3 interrupted."""
+@click.option("--time-limit", callback=duration, metavar="DURATION",
+              help="Stop cleanly after this long (90s, 5m), counted from the command's start; the cluster's start "
+                   "(10-20 s) is not cut short.")
+def main(trace_file: Path, line: str | None, fmt: str, keep: bool, time_limit: float | None) -> int:
+    """Replay a saved trace on a real Kafka cluster; exit 0 reality agrees, 1 it parts, 2 usage,
+    3 interrupted or stopped at its time limit."""
+    deadline = None if time_limit is None else process_started() + time_limit
     from isrcheck.cluster import jars
 
     try:
@@ -132,7 +143,7 @@ def main(trace_file: Path, line: str | None, fmt: str, keep: bool) -> int:
             click.echo("\n".join(step_lines(rep)))
 
     try:
-        report = run_replay(trace, line, trace_file.name, keep, echo)
+        report = run_replay(trace, line, trace_file.name, keep, echo, deadline)
     except KeyboardInterrupt:
         click.echo("replay-kafka: interrupted; every process of the cluster was ended", err=True)
         return INCOMPLETE

@@ -12,6 +12,7 @@ error: the replay goes on to the end of the trace.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class ReplayReport:
     setup_seconds: float
     seconds: float
     folder: str
+    stopped: str = ""  # "time limit" when the replay ended before the trace did: nothing is judged
 
 
 def _timeout(planned: Planned) -> float:
@@ -195,8 +197,10 @@ def cluster_spec(trace: Trace, line: str | None = None) -> ClusterSpec:
 
 
 def replay(trace: Trace, line: str | None = None, folder: Path | None = None, trace_name: str = "",
-           progress: Callable[[StepReport], None] | None = None) -> ReplayReport:
-    """Replay ``trace`` on a real cluster of Kafka ``line`` (default: the trace's own release)."""
+           progress: Callable[[StepReport], None] | None = None, deadline: float | None = None) -> ReplayReport:
+    """Replay ``trace`` on a real cluster of Kafka ``line`` (default: the trace's own release),
+    stopping at ``deadline`` (time.monotonic()) between steps or while a step is awaited: the
+    cluster's start is not cut short."""
     spec = cluster_spec(trace, line)
     line = spec.line
     work = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="isrcheck-kafka-"))
@@ -209,15 +213,24 @@ def replay(trace: Trace, line: str | None = None, folder: Path | None = None, tr
         try:
             held: set[int] = set()
             for planned in plan:
-                rep = _step(run, trace, plan, planned, held)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                rep = _step(run, trace, plan, planned, held, deadline)
                 held = set(planned.holds)
                 reports.append(rep)
                 if progress:
                     progress(rep)
+                if rep.status == "stopped":
+                    break
             run.sample()
             verdict = judge(trace, cluster, run.obs)
         finally:
             run.close()
+    stopped = "time limit" if len(reports) < len(plan) or (reports and reports[-1].status == "stopped") else ""
+    if stopped:
+        done = sum(1 for r in reports if r.status != "stopped")
+        verdict = dataclasses.replace(verdict, reproduced=None, sentence=(
+            f"stopped at its time limit after {done} of {len(plan)} steps, so the outcome is not judged"))
     diverged = next((r.index for r in reports if r.status == "differs"), None)
     return ReplayReport(
         trace=trace_name, property=trace.property_name, expectation=trace.expectation, kafka_version=line,
@@ -226,7 +239,7 @@ def replay(trace: Trace, line: str | None = None, folder: Path | None = None, tr
         acknowledged=sorted(run.obs.acked), lost_acknowledged=verdict.lost_acked,
         committed=sorted({rid for _, rid in run.obs.committed}), lost_committed=verdict.lost_committed,
         final_leader=verdict.leader, final_logs=verdict.logs, setup_seconds=round(setup, 1),
-        seconds=round(time.monotonic() - t0, 1), folder=str(work),
+        seconds=round(time.monotonic() - t0, 1), folder=str(work), stopped=stopped,
     )
 
 
@@ -247,7 +260,8 @@ def _next_controller_step(trace: Trace, plan: list[Planned], planned: Planned) -
     return None
 
 
-def _step(run: _Run, trace: Trace, plan: list[Planned], planned: Planned, held: set[int]) -> StepReport:
+def _step(run: _Run, trace: Trace, plan: list[Planned], planned: Planned, held: set[int],
+          deadline: float | None = None) -> StepReport:
     c = run.cluster
     before, after = trace.steps[planned.index - 1].state, trace.steps[planned.index].state
     words = describe_step(before, planned.action, after)
@@ -291,9 +305,12 @@ def _step(run: _Run, trace: Trace, plan: list[Planned], planned: Planned, held: 
                 return True
             return False
 
-        ok = wait_until(settled, _timeout(planned), 0.2) if want else True
+        wait = _timeout(planned) if deadline is None else min(_timeout(planned), deadline - time.monotonic())
+        ok = wait_until(settled, wait, 0.2) if want else True
         rep.expected, rep.observed = want, dict(seen)
         rep.status = "match" if ok else "differs"
+        if not ok and wait < _timeout(planned):  # the time limit, not the step, ended the wait
+            rep.status, rep.note = "stopped", "the time limit came before the step showed on the cluster"
         model_epoch, real_epoch = want.get("leader epoch"), seen.get("leader epoch")
         if into:
             rep.status = "merged"

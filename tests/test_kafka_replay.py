@@ -131,3 +131,14 @@ def test_check_model_replays_what_it_found_beside_its_verdict(tmp_path):
     replays = json.loads(proc.stdout)["kafka_replays"]
     assert [(r["property"], r["release"], r["reproduced"]) for r in replays] == [("record-committed", "4.1.2", True)]
     assert not _ours(tmp_path)
+
+
+def test_a_time_limit_stops_the_replay_between_steps_and_ends_every_process(traces, tmp_path):
+    """Expected: the 3.9 schedule needs about 30 s (8-10 s of it the cluster's start); at 15 s
+    the replay stops in the middle, judges nothing, exits 3 and leaves no process behind."""
+    started = time.monotonic()
+    code, report = _replay(traces["disk-loss-3.9"], tmp_path, "--time-limit", "15s")
+    elapsed = time.monotonic() - started
+    assert code == 3 and report["stopped"] == "time limit" and report["reproduced"] is None, _steps(report)
+    assert "not judged" in report["outcome"] and len(report["steps"]) < 12
+    assert elapsed < 15 * 1.1 + 1 + 3  # the issue's bound, and 3 s to end the cluster's processes
