@@ -261,7 +261,7 @@ def test_the_memory_limit_and_the_peak_count_the_jvm_and_the_python_workers():
     jvm = sum(p.memory_info().rss for p in psutil.Process().children(recursive=True) if "java" in p.name())
     assert jvm > 100 << 20
     assert (spark.complete, spark.stop_reason) == (False, "memory limit")
-    assert spark.stats.peak_memory >= jvm
+    assert spark.stats.peak_memory >= 0.8 * jvm  # the JVM may grow a little after the last look
 
 
 @spark_test
