@@ -222,3 +222,16 @@ def test_bad_kafka_files_are_one_line_and_exit_2(tmp_path, files, extra, words):
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert words.format(**{k.split(".")[0]: v for k, v in paths.items()}) in line
+
+
+def test_a_typo_in_a_file_is_named_with_the_key_it_misses_and_an_empty_value_is_unset(tmp_path):
+    text = "min.insync.replica=2\nacks=\nunclean.leader.election.enable=true\n"
+    proc, report = _check(tmp_path, "--topic-config", _file(tmp_path, "t.properties", text),
+                          "--config", "bootstrap.servers=localhost:9092")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert report["config"]["min_isr"] == 1 and report["config"]["unclean_election"] is True
+    assert proc.stderr.splitlines() == [
+        "check-model: ignored (no modelled behaviour depends on them): min.insync.replica "
+        "(did you mean min.insync.replicas?), bootstrap.servers",
+        "check-model: unset, so Kafka's default (and the option's) applies: acks",
+    ]
