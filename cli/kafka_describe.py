@@ -53,7 +53,9 @@ def read_file(path: Path, option: str) -> Reading:
     """A file a Kafka tool wrote or reads; its form is told by its first line that says anything."""
     try:
         text = read_bounded(path, option, limit=1 << 20).decode("utf-8")
-    except (OSError, FileProblem, UnicodeDecodeError) as e:
+    except FileProblem as e:  # its words name the option and the file
+        raise UsageFailure(str(e)) from None
+    except (OSError, UnicodeDecodeError) as e:
         raise UsageFailure(f"{option} {path}: {getattr(e, 'strerror', None) or e}") from None
     lines = text.splitlines()
     first = next((s.strip() for s in lines if s.strip() and not s.lstrip().startswith(("#", "!"))), "")
