@@ -33,6 +33,7 @@ ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "
                 "and proofs", "spark": "breadth-first search on a Spark cluster",
                 "simulate": "random walks, quick to find a violation, proving nothing"}
 # CLI option name for each feature field, for the --core conflict message.
+KAFKA_FILE = NonEmptyPath(dir_okay=False, path_type=Path)
 FEATURE_OPTIONS = {knob.field: knob.option.split("/")[0] for knob in FEATURES}
 
 
@@ -189,9 +190,15 @@ def feature_options(command):
               help="A setting in Kafka's own words (repeatable): replication.factor, min.insync.replicas, "
                    "unclean.leader.election.enable, acks (all, -1, 1, 0), flush.messages, "
                    "eligible.leader.replicas.version (0, 1); Kafka's other topic keys are listed as ignored.")
-@click.option("--topic-config", "topic_config", type=NonEmptyPath(dir_okay=False, path_type=Path),
-              help="The topic's settings from a file: KEY=VALUE lines (.properties), or what kafka-configs.sh "
-                   "--describe or kafka-topics.sh --describe print.")
+@click.option("--topic-config", multiple=True, type=KAFKA_FILE,
+              help="The topic's settings (repeatable): a .properties file, or what kafka-topics.sh --describe or "
+                   "kafka-configs.sh --describe [--all] print; keys the model does not read are listed as ignored.")
+@click.option("--producer-config", multiple=True, type=KAFKA_FILE, help="A producer's .properties (repeatable).")
+@click.option("--consumer-config", multiple=True, type=KAFKA_FILE, help="A consumer's .properties (repeatable).")
+@click.option("--broker-config", multiple=True, type=KAFKA_FILE,
+              help="A broker's server.properties (repeatable): topic defaults that a topic's own settings override.")
+@click.option("--topic", "topic", metavar="NAME",
+              help="The topic to read from a describe output that lists several.")
 @click.option("--graph", "graph_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
                    "(any size), .graphml or .dot (up to 200,000 states); .scc.graphml or .scc.dot: its "
@@ -301,21 +308,21 @@ def replay_traces(outcome: CheckOutcome, fmt: str) -> list[dict]:
 
 
 def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
-    """--topic-config and --config: Kafka's keys become option values (an option that says
-    otherwise is refused); returns the notes on the keys left aside."""
+    """Kafka's files and --config become option values (one an option contradicts is refused); the notes."""
     settings = kafka_config.KafkaSettings()
-    if params["topic_config"] is not None:
-        kafka_config.read_topic_config(params["topic_config"], settings)
+    files = [(f"--{kind}-config", path) for kind in ("broker", "topic", "producer", "consumer")
+             for path in params[f"{kind}_config"]]
+    notes = kafka_config.read_files(files, params["topic"], settings)
     for pair in params["kafka_pairs"]:
-        settings.add(*kafka_config.parse_pair(pair), "--config")
+        settings.add(*kafka_config.parse_pair(pair), "--config", typed=True)
     names = {field: key for key, (field, _) in kafka_config.MODELLED.items()}
     for name, value in settings.values.items():
         if name in explicit and params[name] != value:
             option = FEATURE_OPTIONS.get(name, f"--{name}")
-            raise UsageFailure(f"{names[name]}={settings.given[names[name]]} disagrees with {option} {params[name]}")
+            raise UsageFailure(f"{names[name]}={settings.given[names[name]][0]} disagrees with {option} {params[name]}")
         params[name] = value
         explicit.add(name)
-    return settings.notes()
+    return settings.notes() + notes
 
 
 def keep_graph(run: CheckRun, path: Path) -> None:

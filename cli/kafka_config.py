@@ -1,14 +1,12 @@
 """Kafka's own configuration keys in, the model's options out: ``--config KEY=VALUE`` and
-``--topic-config FILE``.
+the ``--topic-config``, ``--producer-config``, ``--consumer-config`` and ``--broker-config`` files.
 
-A Kafka engineer has a topic's configuration in Kafka's words: ``min.insync.replicas=2``
-in a ``.properties`` file, or what ``kafka-configs.sh --describe`` and
-``kafka-topics.sh --describe`` print. The keys the model decides on become its options;
-the topic keys that Kafka has and the model does not look at (``retention.ms``, say) are
-listed once as ignored; a key Kafka does not have is refused with the nearest one it
-has. The topic-level keys are those of Kafka 3.9's ``TopicConfig`` (and the
-replication factor, which ``kafka-topics.sh`` prints beside them); ``acks`` is the
-producer's.
+The files are read by kafka_describe (.properties, and what Kafka's describe commands print);
+here their keys become the model's options. The keys the model decides on become its options;
+any other key (``retention.ms``, ``bootstrap.servers``) is listed once as ignored, a near miss of
+a modelled key named with it, so that a typo shows; typed by hand (--config, a suite), such a
+near miss is refused. The topic-level keys are those of Kafka 3.9's ``TopicConfig`` (and the
+replication factor, which ``kafka-topics.sh`` prints beside them); ``acks`` is the producer's.
 """
 
 from __future__ import annotations
@@ -19,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from isrcheck.files import FileProblem, read_bounded
 from isrcheck.model.fields import offsets, producer_requests
 
+from . import kafka_describe
 from .common import UsageFailure
 from .units import digits_hint
 
@@ -48,8 +46,13 @@ def _acks(key: str, text: str) -> str:
 
 def _flush(key: str, text: str) -> str:
     """flush.messages=1 fsyncs every record (--flush always); any other interval leaves the
-    latest records to the page cache, which --flush os covers (it lets the OS flush any time)."""
-    return "always" if _number(key, text) == 1 else "os"
+    latest records to the page cache, which --flush os covers (it lets the OS flush any time).
+    Kafka's default is Long.MAX_VALUE, 9223372036854775807 (LogConfig: no forced flush), which
+    kafka-configs.sh --all prints; Kafka reads a long of at least 1."""
+    if not re.fullmatch(r"[0-9]{1,19}", text) or not 1 <= int(text) <= 2**63 - 1:
+        raise UsageFailure(f"{key}={text[:40]}: a whole number from 1 to 9223372036854775807 is needed"
+                           f"{digits_hint(text)}")
+    return "always" if int(text) == 1 else "os"
 
 
 def _elr_version(key: str, text: str) -> bool:
@@ -115,7 +118,15 @@ IGNORED = frozenset("""
 NOT_YET = frozenset("""
     delivery.timeout.ms enable.auto.commit
 """.split())
-KNOWN = tuple(sorted({*MODELLED, *IGNORED, *NOT_YET}))
+UNSET = ("", "null")  # what kafka-configs.sh --all prints for a key without a value (or a sensitive one)
+# the broker's names for the topic defaults it sets (server.properties)
+BROKER_NAMES = {"default.replication.factor": "replication.factor", "log.flush.interval.messages": "flush.messages"}
+
+
+def near_miss(key: str) -> str | None:
+    """The modelled key a key not known is likely a typo of (min.insync.replica: min.insync.replicas)."""
+    near = difflib.get_close_matches(key, MODELLED, n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 @dataclass
@@ -123,26 +134,30 @@ class KafkaSettings:
     """What Kafka keys said: model option values, and the keys left aside."""
 
     values: dict[str, Any] = field(default_factory=dict)  # ModelConfig field -> value
-    given: dict[str, str] = field(default_factory=dict)  # key -> value, as the user wrote it
+    given: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (value as written, where)
     ignored: list[str] = field(default_factory=list)
     not_yet: list[str] = field(default_factory=list)
+    unset: list[str] = field(default_factory=list)
 
-    def add(self, key: str, value: str, where: str) -> None:
+    def add(self, key: str, value: str, where: str, typed: bool = False) -> bool:
+        """One key; True when the model reads it. A key typed by hand (--config, a suite) that is a
+        near miss of a modelled one is refused; from a file Kafka wrote or reads, it is ignored with a note."""
         key, value = key.strip(), value.strip()
+        if key in MODELLED and value.lower() in UNSET:
+            return _once(self.unset, key)
         if key in MODELLED:
             name, read = MODELLED[key]
             parsed = read(key, value)
             if key in self.given and self.values[name] != parsed:
-                raise UsageFailure(f"{where}: {key} is given twice, as {self.given[key]} and {value}")
-            self.values[name], self.given[key] = parsed, value
-        elif key in IGNORED or key in NOT_YET:
-            aside = self.ignored if key in IGNORED else self.not_yet
-            if key not in aside:
-                aside.append(key)
-        else:
-            near = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.75)
-            hint = f"; did you mean {near[0]}?" if near else f"; the keys the model reads: {', '.join(MODELLED)}"
-            raise UsageFailure(f"{where}: {key} is not a Kafka topic or producer key{hint}")
+                (before, at) = self.given[key]
+                raise UsageFailure(f"{key} is given twice: {before} in {at}, {value} in {where}")
+            self.values[name], self.given[key] = parsed, (value, where)
+            return True
+        near = None if key in IGNORED or key in NOT_YET else near_miss(key)
+        if typed and near:
+            raise UsageFailure(f"{where}: {key} is not a Kafka topic or producer key; did you mean {near}?")
+        _once(self.not_yet if key in NOT_YET else self.ignored, f"{key} (did you mean {near}?)" if near else key)
+        return False
 
     def notes(self) -> list[str]:
         out = []
@@ -151,7 +166,15 @@ class KafkaSettings:
         if self.not_yet:
             out.append("ignored (--delivery-timeout N bounds a record's attempts, not its time; --commit before|after "
                        f"says when the consumer commits): {', '.join(self.not_yet)}")
+        if self.unset:
+            out.append(f"unset, so Kafka's default (and the option's) applies: {', '.join(self.unset)}")
         return out
+
+
+def _once(names: list[str], name: str) -> bool:
+    if name not in names:
+        names.append(name)
+    return False
 
 
 def parse_pair(text: str) -> tuple[str, str]:
@@ -161,42 +184,44 @@ def parse_pair(text: str) -> tuple[str, str]:
     return key, value
 
 
-def read_topic_config(path: Path, settings: KafkaSettings) -> None:
-    """A .properties file, or what kafka-configs.sh --describe or kafka-topics.sh --describe print."""
-    try:
-        text = read_bounded(path, "--topic-config", limit=1 << 20).decode("utf-8")
-    except (OSError, FileProblem, UnicodeDecodeError) as e:
-        raise UsageFailure(f"--topic-config {path}: {getattr(e, 'strerror', None) or e}") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        where = f"{path}:{n}"
-        line = line.strip()
-        if not line or line.startswith(("#", "!")) or re.match(r"(Dynamic|All|Static) configs for ", line):
-            continue
-        if "ReplicationFactor:" in line or "Configs:" in line or line.startswith("Topic:"):
-            _topics_describe(line, where, settings)
-        else:  # key=value, with kafka-configs.sh's "sensitive=... synonyms={...}" after it
-            pair = line.split(" sensitive=")[0].split(" synonyms=")[0]
-            if "=" not in pair:
-                raise UsageFailure(f"{where}: expected KEY=VALUE, found {line[:60]!r}")
-            settings.add(*pair.split("=", 1), where)
+def read_files(files: list[tuple[str, Path]], topic: str | None, settings: KafkaSettings) -> list[str]:
+    """The --*-config files into settings; the broker's are defaults that a topic's or a client's
+    file overrides, as in Kafka. Returns the notes on what was read and not used."""
+    broker, notes, named = KafkaSettings(), [], False
+    for option, path in files:
+        reading = kafka_describe.read_file(path, option)
+        named |= reading.described
+        chosen = _topic(reading, topic, option, path)
+        entries = reading.topics.get(None, []) + (reading.topics.get(chosen, []) if chosen is not None else [])
+        into = broker if option == "--broker-config" else settings
+        names = BROKER_NAMES if option == "--broker-config" else {}
+        read = [into.add(names.get(k.strip(), k), v, w) for k, v, w in entries]
+        partitions = reading.partition_lines.get(chosen, 0) if chosen else sum(reading.partition_lines.values())
+        if partitions:
+            notes.append(f"partition lines are read but not yet used ({path}: {partitions})")
+        if not any(read):
+            what = "only partition lines" if partitions else "only keys the model does not read" if entries else "nothing"
+            raise UsageFailure(f"{option} {path}: no setting the model reads ({what}); the keys it reads: "
+                               f"{', '.join(MODELLED)}")
+    if topic is not None and not named:
+        raise UsageFailure(f"--topic {topic}: no file given is a describe output that names topics")
+    for key, (value, where) in broker.given.items():
+        if key not in settings.given:
+            settings.add(key, value, where)
+    for kept in ("ignored", "not_yet", "unset"):
+        for name in getattr(broker, kept):
+            _once(getattr(settings, kept), name)
+    return notes
 
 
-def _topics_describe(line: str, where: str, settings: KafkaSettings) -> None:
-    """kafka-topics.sh --describe: 'Topic: t  TopicId: ..  PartitionCount: 1  ReplicationFactor: 3
-    Configs: min.insync.replicas=2,cleanup.policy=delete'; its per-partition lines say nothing more."""
-    if "Partition:" in line and "ReplicationFactor:" not in line:
-        return
-    rf = re.search(r"ReplicationFactor:[ \t]*(\S*)", line)
-    if rf:  # the whole word after it, read as --rf is: '5x', '2.0', '-2', '٥' or nothing is a typo, not 5, 2 or 3
-        value = "" if rf.group(1).endswith(":") else rf.group(1)  # "ReplicationFactor:  Configs: ...": none given
-        if not re.fullmatch(r"[0-9]{1,4}", value):
-            raise UsageFailure(f"{where}: ReplicationFactor: {value[:40]!r} is not a whole number{digits_hint(value)}")
-        settings.add("replication.factor", value, where)
-    configs = re.search(r"Configs:\s*(\S*)", line)
-    for pair in filter(None, (configs.group(1).split(",") if configs else [])):
-        if "=" not in pair:
-            raise UsageFailure(f"{where}: expected KEY=VALUE in Configs, found {pair[:60]!r}")
-        settings.add(*pair.split("=", 1), where)
+def _topic(reading: kafka_describe.Reading, topic: str | None, option: str, path: Path) -> str | None:
+    """The topic asked for (--topic), or the only one a file describes."""
+    names = [t for t in {**reading.topics, **reading.partition_lines} if t is not None]
+    if topic is not None and reading.described and topic not in names:
+        raise UsageFailure(f"{option} {path}: no topic {topic}; it describes {', '.join(names) or 'none'}")
+    if topic is None and len(names) > 1:
+        raise UsageFailure(f"{option} {path} describes {len(names)} topics ({', '.join(names)}): pick one with --topic")
+    return topic if topic is not None else (names[0] if names else None)
 
 
 def kafka_values(config: Any) -> dict[str, str]:
@@ -229,5 +254,5 @@ def read_one(key: str, value: Any, where: str) -> tuple[str, Any] | None:
     (the ModelConfig field, its value), or None for a key the model leaves aside."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
     settings = KafkaSettings()
-    settings.add(key, text, where)
+    settings.add(key, text, where, typed=True)
     return next(iter(settings.values.items()), None)
