@@ -32,8 +32,8 @@ from .units import whole_number
 ENGINE_WORDS = {"bfs": "explicit breadth-first search, shortest traces", "z3": "symbolic, bounded model checking "
                 "and proofs", "spark": "breadth-first search on a Spark cluster",
                 "simulate": "random walks, quick to find a violation, proving nothing"}
-# CLI option name for each feature field, for the --core conflict message.
 KAFKA_FILE = NonEmptyPath(dir_okay=False, path_type=Path)
+# CLI option name for each feature field, for the --core conflict message.
 FEATURE_OPTIONS = {knob.field: knob.option.split("/")[0] for knob in FEATURES}
 
 

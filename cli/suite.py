@@ -46,6 +46,7 @@ from .tomllines import TomlProblem, key_lines, line_of, parse_toml
 MAX_CHECKS = 10_000  # a suite's checks once its lists are expanded: more is a mistake, and costs gigabytes to list
 SUITE_KEYS = ("name", "description", "defaults", "check")
 CHECK_KEYS = ("name", "description", "properties", "expect", "when", "kafka")
+KAFKA_TABLE = 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }'
 # check-model options that belong to the check-suite command line, not to one check
 COMMAND_LINE_ONLY = {
     "trace-dir": "use check-suite --trace-dir",
@@ -57,8 +58,9 @@ COMMAND_LINE_ONLY = {
     "resume": "checkpoints are for one long check-model run",
     "view": "use view-trace FILE on the saved traces",
     "graph": "the state graph is written by check-model --graph, for one configuration",
-    "config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
-    "topic-config": 'Kafka\'s keys go in a table: kafka = { "min.insync.replicas" = 2, acks = "all" }',
+    **{option: KAFKA_TABLE for option in ("config", "topic-config", "producer-config", "consumer-config",
+                                          "broker-config")},
+    "topic": "a suite's check names its topic's settings in its kafka table; --topic picks from a describe file",
     "version": "check-suite --version says the version",
     "color": "use check-suite --color or --no-color",
 }
