@@ -99,7 +99,7 @@ def test_ctrl_c_writes_a_final_checkpoint_and_exits_3_with_a_partial_result(tmp_
 
 
 def test_time_limit_stops_cleanly_with_exit_3_and_what_was_explored(tmp_path):
-    code, report = run_json("--rf", "3", "--min-isr", "2", "--time-limit", "1s", "--trace-dir", str(tmp_path))
+    code, report = run_json("--rf", "3", "--min-isr", "2", "--time-limit", "4s", "--trace-dir", str(tmp_path))
     assert code == 3
     assert report["complete"] is False and report["stop_reason"] == "time limit"
     assert report["states"] > 1000 and report["seconds"] < 10

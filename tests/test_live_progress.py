@@ -121,7 +121,7 @@ def test_a_first_ctrl_c_stops_cleanly_with_what_was_explored(tmp_path):
 
 def test_no_colour_under_no_color_or_no_color_flag_but_the_display_still_redraws(tmp_path):
     for env, flags in (({"NO_COLOR": "1"}, []), ({}, ["--no-color"])):
-        term = Terminal([*FEW_SECONDS, "--time-limit", "1.5s", *flags], tmp_path, stdout_tty=True, env=env)
+        term = Terminal([*FEW_SECONDS, "--time-limit", "3s", *flags], tmp_path, stdout_tty=True, env=env)
         code, _, screen = term.finish()
         assert code in (0, 3)
         assert not COLOR.search(screen), COLOR.findall(screen)[:5]

@@ -60,7 +60,7 @@ def test_the_findings_come_first_with_their_traces(tmp_path):
 
 
 def test_an_interrupted_run_says_what_is_not_known(tmp_path):
-    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "0.5s",
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "3s",
                    "--property", "committed-survive", "--trace-dir", str(tmp_path))  # 20 s of search
     assert proc.returncode == 3
     depth = int(proc.stdout.split("depth ")[1].split(",")[0])
@@ -80,7 +80,7 @@ def test_the_json_report_says_its_shape_and_who_wrote_it(tmp_path):
 
 
 def test_with_progress_the_configuration_comes_first(tmp_path):
-    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "1s",
+    proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "3s",
                    "--progress", "--trace-dir", str(tmp_path))  # the scalar kernel reports each level
     first = proc.stderr.splitlines()[:3]
     assert first[2].startswith("  ... 1 distinct states")
