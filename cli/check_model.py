@@ -83,8 +83,6 @@ def check_run_from(params: dict, explicit: set[str]) -> CheckRun:
     )
 
 
-
-
 class EpochBound(click.ParamType):
     """A non-negative int, or 'unbounded' (None): leader epochs and record ids without bound."""
 

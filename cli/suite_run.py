@@ -183,11 +183,6 @@ class SuiteRunner:
         self.reports: dict[str, CheckReport] = {}
         self.interrupted = False
 
-    @property
-    def out_of_time(self) -> bool:
-        """Whether the shared time limit left checks unstarted."""
-        return self.deadline is not None and len(self.reports) < len(self.checks) and not self.interrupted
-
     def run(self) -> dict[str, CheckReport]:
         others = [c for c in self.checks if c.run.engine != "spark"]
         spark = [c for c in self.checks if c.run.engine == "spark"]

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from . import ClusterError
+from .processes import wait_until
 
 Cluster = Any  # a cluster.Cluster: what these read is its ``bootstrap`` and ``release``
 
@@ -73,17 +74,15 @@ class Producer:
         Asked until the answer names ``leader``: a broker that has not yet heard of the new topic
         answers with no leader, and the producer would then ask again later, maybe of a paused
         broker, and hang on it with the record unsent."""
-        end = time.monotonic() + timeout
-        while True:
+        def named() -> bool:
             try:
                 part = self._p.list_topics(topic, timeout=5).topics[topic].partitions.get(0)
             except Exception:
-                part = None
-            if part is not None and part.error is None and part.leader == leader:
-                return
-            if time.monotonic() > end:
-                raise ClusterError(f"the producer never learned that broker {leader} leads {topic}")
-            time.sleep(0.2)
+                return False
+            return part is not None and part.error is None and part.leader == leader
+
+        if not wait_until(named, timeout, 0.2):
+            raise ClusterError(f"the producer never learned that broker {leader} leads {topic}")
 
     def send(self, topic: str, record: int) -> None:
         self.results[record] = None

@@ -112,12 +112,9 @@ def test_cycles_are_cut_to_the_first_visit_of_each_state():
     assert cut == Path((1, 2, 4, 6), (10, 13, 16))
 
 
-def test_shortcuts_keep_the_end_and_leave_no_one_step_detour():
-    """A random walk to a deciding state, cut short: it still replays and ends there, is never
-    longer, and no state on it reaches a state two or more steps later in one step."""
-    config = ModelConfig(rf=2, protocol="hw-truncation", core=True)
-    model = ReplicationModel(config)
-    rng = random.Random(3)
+def _random_walk(model, seed: int) -> Path:
+    """Up to 30 random steps from the initial state, cycles cut."""
+    rng = random.Random(seed)
     s, states, actions = model.init_states()[0], [], []
     states.append(s)
     for _ in range(30):
@@ -126,7 +123,14 @@ def test_shortcuts_keep_the_end_and_leave_no_one_step_detour():
         a, s = rng.choice(model.successors(s))
         states.append(s)
         actions.append(a)
-    walk = without_cycles(Path(tuple(states), tuple(actions)))
+    return without_cycles(Path(tuple(states), tuple(actions)))
+
+
+def test_shortcuts_keep_the_end_and_leave_no_one_step_detour():
+    """A random walk to a deciding state, cut short: it still replays and ends there, is never
+    longer, and no state on it reaches a state two or more steps later in one step."""
+    model = ReplicationModel(ModelConfig(rf=2, protocol="hw-truncation", core=True))
+    walk = _random_walk(model, 3)
     end = walk.states[-1]
     assert len(walk) > 5
     short = shortcuts(model, walk, lambda t: t == end)
@@ -151,9 +155,9 @@ def test_past_its_deadline_the_replayer_still_answers_yes_for_a_walk_it_said_yes
     replayer.deadline = time.monotonic() - 1
     assert replayer.interesting(walk)  # as before the deadline
     assert not replayer.interesting(walk * 2)  # a new walk is not tried any more
-    far = shortcuts(model, Path((model.init_states()[0], end), tuple(walk)), lambda t: t == end,
-                    past_deadline=replayer.past_deadline)
-    assert far.actions == tuple(walk)
+    long = _random_walk(model, 3)  # one that shortcuts does shorten when there is time
+    assert len(shortcuts(model, long, lambda t: t == long.states[-1])) < len(long)
+    assert shortcuts(model, long, lambda t: t == long.states[-1], past_deadline=replayer.past_deadline) == long
 
 
 def test_check_model_simulate_exit_codes_and_report(tmp_path):
