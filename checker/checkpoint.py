@@ -13,27 +13,35 @@ on disk; bytes past the manifest's lengths are ignored and trimmed on resume.
 Reading checks everything before anything is written, so a refused checkpoint is
 left as it was.
 
-The manifest's frame (format, versions, identity, a checksum of its own content),
+The manifest's frame (format, versions, identity, a seal of its own content),
 its atomic writing and its checks are shared with the vector kernel's checkpoints
-(``checkpoint_vector``) and the Spark engine's (``spark_checkpoint``). The checksum
-makes an edited manifest (a cursor set back, a negative elapsed time) a refused one;
-the fields are also checked by type and range, so that even a manifest whose
-checksum was recomputed cannot make a resume loop or misread its data.
+(``checkpoint_vector``) and the Spark engine's (``spark_checkpoint``). The seal is
+an HMAC-SHA256 under a key kept outside the folder (``key_path``): a manifest edited
+and resealed with a plain checksum (a cursor set back, generated raised by 1,000, the
+last level dropped, elapsed raised) is refused, since its counters, which the data
+cannot all give back, would otherwise be reported as found. What the data does give
+back is checked too (levels against the states and parents stored), and every field by
+type and range, so that even a manifest resealed with the key cannot make a resume
+loop or misread its data.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import hmac
 import json
 import math
 import os
+import secrets
 import stat
 import zlib
 from array import array
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
+
+import numpy as np
 
 from isrcheck import MODEL_VERSION, __version__
 from isrcheck.files import FileProblem, atomic_write, load_json
@@ -168,13 +176,62 @@ def header(fmt: str, ident: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    """Replace the folder's manifest atomically, sealed with the checksum of its content."""
+    """Replace the folder's manifest atomically, sealed under this user's checkpoint key."""
     body = {k: v for k, v in manifest.items() if k != "checksum"}
-    atomic_write(Path(folder) / MANIFEST, json.dumps({**body, "checksum": _seal(body)}, indent=1).encode())
+    atomic_write(Path(folder) / MANIFEST, json.dumps({**body, "checksum": _seal(body, _key(create=True))},
+                                                     indent=1).encode())
 
 
-def _seal(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+def _seal(body: dict[str, Any], key: bytes) -> str:
+    return hmac.new(key, json.dumps(body, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+KEY_ENV = "ISRCHECK_CHECKPOINT_KEY"
+
+
+def key_path() -> Path:
+    """Where the key that seals checkpoints is kept: ``$ISRCHECK_CHECKPOINT_KEY``, else
+    ``$XDG_DATA_HOME/isrcheck/checkpoint.key`` (``~/.local/share/...``). A checkpoint resumes
+    where this file is the writer's: copy it with the folder to resume elsewhere."""
+    if os.environ.get(KEY_ENV):
+        return Path(os.environ[KEY_ENV])
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "isrcheck" / "checkpoint.key"
+
+
+def _key(create: bool) -> bytes:
+    """The checkpoint key (32 random bytes, as hex), made at the first save: created whole
+    under a temporary name and linked into place, so two runs starting together agree on it."""
+    path = key_path()
+    try:
+        if create and not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+        with open_saved(path.parent, path.name) as f:
+            text = f.read(200)
+    except CheckpointError as e:
+        raise CheckpointError(f"the checkpoint key {path} is unusable: {str(e).rsplit(': ', 1)[-1]}") from None
+    except OSError as e:
+        raise CheckpointError(f"cannot keep the checkpoint key at {path}: {e.strerror or e} "
+                              f"(set {KEY_ENV} to a file you can write)") from None
+    try:
+        key = bytes.fromhex(text.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise CheckpointError(f"the checkpoint key {path} is not 64 hexadecimal digits")
+    return key
 
 
 def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, Any]]:
@@ -198,11 +255,29 @@ def load(folder: Path, ident: dict[str, Any]) -> tuple[SearchState, dict[str, An
     level_start = ends[-2] if len(ends) > 1 else 0  # the cursor is inside the level being expanded
     if not st.level_ends or ends != sorted(set(ends)) or not level_start <= st.cursor <= ends[-1]:
         raise CheckpointError(f"checkpoint manifest {mpath} is inconsistent: its levels and cursor do not fit together")
+    _check_levels(st, blobs["parents.bin"], n, mpath)
     raw = blobs["states.bin"]
     st.states = [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)]
     st.parents.frombytes(blobs["parents.bin"])
     st.actions.frombytes(blobs["actions.bin"])
     return st, m
+
+
+def _check_levels(st: SearchState, parents: bytes, n: int, mpath: Path) -> None:
+    """The levels and cursor against the parents stored: the first level's states have none,
+    each later level's come from the level before, and the states past the last complete
+    level from the part of it expanded. So levels dropped or moved are refused."""
+    index = np.frombuffer(parents, dtype=np.dtype(st.parents.typecode))
+    ends = st.level_ends
+    ok = bool((index[: ends[0]] == -1).all())
+    spans = list(zip([0, 0, *ends], [0, *ends, n]))  # (start, end) of level k-1 and of level k, k >= 1
+    for (before, start), (_, end) in zip(spans[1:], spans[2:]):
+        high = st.cursor if end == n and n > ends[-1] else start  # the level being built: what was expanded
+        if ok and end > start:
+            part = index[start:end]
+            ok = before <= int(part.min()) and int(part.max()) < high
+    if not ok or ends[-1] > n:
+        raise CheckpointError(f"checkpoint manifest {mpath} is inconsistent: its levels do not fit the states stored")
 
 
 def _read_checked(folder: Path, name: str, size: int, m: dict[str, Any]) -> bytes:
@@ -292,8 +367,14 @@ def read_manifest(folder: Path, fmt: str, ident: dict[str, Any]) -> dict[str, An
             f"checkpoint was written for model version {m.get('model_version')} by isrcheck "
             f"{m.get('isrcheck_version')}; this isrcheck has model version {MODEL_VERSION}"
         )
-    if m.get("checksum") != _seal({k: v for k, v in m.items() if k != "checksum"}):
-        raise CheckpointError(f"checkpoint manifest {mpath} was edited or corrupted: its checksum does not match")
+    if not key_path().exists():
+        raise CheckpointError(f"checkpoint in {folder} cannot be verified: the checkpoint key {key_path()} that "
+                              f"sealed it is not here (copy the writer's, or set {KEY_ENV})")
+    sealed = m.get("checksum")
+    if not isinstance(sealed, str) or not hmac.compare_digest(sealed, _seal(
+            {k: v for k, v in m.items() if k != "checksum"}, _key(create=False))):
+        raise CheckpointError(f"checkpoint manifest {mpath} was edited or corrupted, or sealed under another "
+                              f"checkpoint key than {key_path()}: its checksum does not match")
     for key in ("config", "options"):
         if m.get(key) != ident[key]:
             diff = _first_difference(m.get(key), ident[key])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 import pytest
@@ -20,6 +21,21 @@ def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", worker
     model = ReplicationModel(config)
     props = select(config, properties)
     return BfsEngine(kernel=kernel, workers=workers).check(model, props, CheckOptions(**options))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkpoint_key_of_the_session(tmp_path_factory):
+    """Checkpoints sealed under a key of this test session's (the commands it runs inherit the
+    variable), not under the user's own ~/.local/share/isrcheck/checkpoint.key."""
+    from isrcheck.checker.checkpoint import KEY_ENV
+
+    saved = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = str(tmp_path_factory.mktemp("checkpoint-key") / "checkpoint.key")
+    yield
+    if saved is None:
+        os.environ.pop(KEY_ENV, None)
+    else:
+        os.environ[KEY_ENV] = saved
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -110,17 +110,29 @@ def assert_refused(tmp_path: Path, ck: Path, words: str, *kernel: str) -> None:
     assert _contents(ck) == before
 
 
-def edit(ck: Path, change, reseal: bool) -> None:
-    """Change the manifest; ``reseal`` recomputes its checksum, as a careful adversary would."""
+def edit(ck: Path, change, reseal: str) -> None:
+    """Change the manifest, then reseal it: not at all, with a plain SHA-256 as a careful
+    adversary would (issue 55: accepted, and its counters reported as found), or under the
+    checkpoint key, as only isrcheck can, to reach the checks of the fields themselves."""
     m = json.loads((ck / "manifest.json").read_text())
     change(m)
-    if reseal:
+    if reseal == "sha256":
         body = {k: v for k, v in m.items() if k != "checksum"}
         m["checksum"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    (ck / "manifest.json").write_text(json.dumps(m))
+    if reseal == "key":
+        checkpoint.write_manifest(ck, m)
+    else:
+        (ck / "manifest.json").write_text(json.dumps(m))
 
 
-# edit -> what the refusal says once the checksum is recomputed (unsealed, it says "edited")
+RESEALS = pytest.mark.parametrize("reseal", ["none", "sha256", "key"])
+
+
+def refusal(words: str, reseal: str) -> str:
+    return words if reseal == "key" else "edited"
+
+
+# edit -> what the refusal says once resealed under the key (otherwise it says "edited")
 SCALAR_EDITS = {
     "cursor set back": (lambda m: m.update(cursor=0), "inconsistent"),
     "negative elapsed": (lambda m: m.update(elapsed=-1e9), "malformed"),
@@ -130,16 +142,18 @@ SCALAR_EDITS = {
     "a state count as text": (lambda m: m.update(states=str(m["states"])), "malformed"),
     "a bool for a count": (lambda m: m.update(generated=True), "malformed"),
     "found emptied": (lambda m: m.update(found={}), "inconsistent"),  # would turn violations into "holds"
+    "the last level dropped": (lambda m: m["level_ends"].pop(), "inconsistent"),
+    "a level end moved": (lambda m: m["level_ends"].__setitem__(-1, m["level_ends"][-1] - 1), "inconsistent"),
 }
 
 
-@pytest.mark.parametrize("reseal", [False, True], ids=["as edited", "checksum recomputed"])
+@RESEALS
 @pytest.mark.parametrize("case", list(SCALAR_EDITS))
 def test_an_edited_scalar_manifest_is_refused(tmp_path, case, reseal):
     ck, _ = saved_small(tmp_path, "--kernel", "scalar")
     change, words = SCALAR_EDITS[case]
     edit(ck, change, reseal)
-    assert_refused(tmp_path, ck, words if reseal else "edited", "--kernel", "scalar")
+    assert_refused(tmp_path, ck, refusal(words, reseal), "--kernel", "scalar")
 
 
 VECTOR_EDITS = {
@@ -154,13 +168,47 @@ VECTOR_EDITS = {
 }
 
 
-@pytest.mark.parametrize("reseal", [False, True], ids=["as edited", "checksum recomputed"])
+@RESEALS
 @pytest.mark.parametrize("case", list(VECTOR_EDITS))
 def test_an_edited_vector_manifest_is_refused(tmp_path, case, reseal):
     ck, _ = saved_small(tmp_path)
     change, words = VECTOR_EDITS[case]
     edit(ck, change, reseal)
-    assert_refused(tmp_path, ck, words if reseal else "edited")
+    assert_refused(tmp_path, ck, refusal(words, reseal))
+
+
+# counters the data cannot give back (issue 55: each came back in the resumed run's report)
+COUNTER_EDITS = {
+    "generated raised": ("generated", 1000, ()),
+    "elapsed raised": ("elapsed", 1000, ()),
+    "full_states raised": ("full_states", 1, ()),
+    "generated raised, scalar": ("generated", 1000, ("--kernel", "scalar")),
+    "elapsed raised, scalar": ("elapsed", 1000, ("--kernel", "scalar")),
+}
+
+
+@pytest.mark.parametrize("reseal", ["none", "sha256"])
+@pytest.mark.parametrize("case", list(COUNTER_EDITS))
+def test_a_counter_raised_is_refused_whatever_checksum_comes_with_it(tmp_path, case, reseal):
+    name, more, kernel = COUNTER_EDITS[case]
+    ck, _ = saved_small(tmp_path, *kernel)
+    edit(ck, lambda m: m.update({name: m[name] + more}), reseal)
+    assert_refused(tmp_path, ck, "edited", *kernel)
+
+
+def test_a_checkpoint_resumes_only_under_the_key_that_sealed_it(tmp_path, monkeypatch):
+    ck, _ = saved_small(tmp_path)
+    key = Path(os.environ[checkpoint.KEY_ENV])
+    other = tmp_path / "other.key"
+    monkeypatch.setenv(checkpoint.KEY_ENV, str(other))
+    assert_refused(tmp_path, ck, "is not here")
+    other.write_text("00" * 32 + "\n")
+    assert_refused(tmp_path, ck, "another checkpoint key")
+    other.write_text("not hex")
+    assert_refused(tmp_path, ck, "not 64 hexadecimal digits")
+    shutil.copy(key, other)  # the writer's key, copied with the folder: it resumes
+    proc = run_cli("check-model", *SMALL, "--trace-dir", str(tmp_path / "t"), "--resume", str(ck))
+    assert proc.returncode in (0, 1), proc.stderr
 
 
 @pytest.mark.parametrize("body", ["[" * 100_000, "[" * 3000 + "]" * 3000, '{"format": ' + "9" * 5000 + "}"],
