@@ -29,6 +29,7 @@ is the deepest depth BMC fully checked, in states. Symmetry reduction is ignored
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -143,7 +144,17 @@ class _Run:
         limit = min(limits) if limits else None
         solver.set("timeout", int(limit * 1000) if limit is not None else 0)
         started = time.monotonic()
-        result = solver.check(*assumptions)
+        # Spacer and a check in its preprocessing can overrun their timeout by seconds (issue 55:
+        # 12.7 s on a 10 s limit): the context is interrupted half a second past it, as Ctrl-C would
+        backstop = threading.Timer(limit + 0.5, solver.ctx.interrupt) if limit is not None else None
+        if backstop is not None:
+            backstop.daemon = True
+            backstop.start()
+        try:
+            result = solver.check(*assumptions)
+        finally:
+            if backstop is not None:
+                backstop.cancel()
         if result == z3.unknown:
             # Z3 catches Ctrl-C during a check and cancels it; a timeout cancels too, but late
             reason = solver.reason_unknown()
@@ -222,10 +233,13 @@ class _Run:
         within = f"no {'violation' if verdict.always(pend.prop) else 'witness'} up to depth {depth}"
         if self.options.max_depth is None:
             within += f" (default depth of --engine z3: {self.engine.default_depth} states)"
-        if self.stop:
-            within += f"; stopped: {self.stop}"
-        elif exhausted:
+        if exhausted:  # the bound was searched; a stop can still come during the proofs
             r.status = verdict.status(pend.prop, decided=False, exhausted=True)
+        elif self.stop:
+            within += f"; stopped: {self.stop}"
+        if exhausted and self.engine.prove == "spacer" and self._should_stop():
+            r.note = f"{within}; no proof tried: stopped ({self.stop})"
+            return
         if exhausted and self.engine.prove == "spacer":
             from .z3_spacer import spacer_proof
 

@@ -41,6 +41,7 @@ def spacer_proof(sym: Any, prop: Property, check: Check, budget: float | None) -
     elif answer == z3.unsat:
         out.update(outcome="failed", reason="Spacer found the goal reachable beyond the BMC depth: raise --max-depth")
     else:
-        limit = f" (--prove-timeout {budget:g} s)" if budget is not None else ""
+        ran_out = budget is not None and seconds >= 0.9 * budget  # else the run's own limits stopped it
+        limit = f" (--prove-timeout {budget:g} s)" if ran_out else ""
         out.update(outcome="unknown", reason=f"{solver.reason_unknown()}{limit}")
     return out

@@ -295,6 +295,20 @@ def test_the_time_limit_of_z3_and_simulation_counts_from_the_commands_start(tmp_
     assert elapsed < 10 * 1.1 + 1 + 2, elapsed  # the issue's bound, and 2 s for a test machine under load
 
 
+def test_spacer_proofs_stop_at_the_time_limit_and_say_none_was_tried_after_it(tmp_path):
+    """Spacer overran its timeout by seconds (12.7 s on a 10 s limit), and each property's proof
+    after the limit was still started with a millisecond left: the context is now interrupted
+    past the limit, and the proofs not started say so, their bounded verdicts kept."""
+    started = time.monotonic()
+    proc = run_cli("check-model", "--rf", "3", "--max-depth", "4", "--engine", "z3", "--prove", "spacer",
+                   "--time-limit", "6s", "--format", "json", "--trace-dir", str(tmp_path))
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 3 and elapsed < 6 * 1.1 + 1 + 2, (elapsed, proc.stderr)
+    props = {p["name"]: p for p in json.loads(proc.stdout)["properties"]}
+    assert props["leader-in-isr"]["status"] == "holds"  # BMC searched the bound: the verdict stands
+    assert "no proof tried: stopped (time limit)" in props["leader-in-isr"]["note"]
+
+
 FREED_THEN_CHECKED = r"""
 import ctypes, json, sys
 from isrcheck.checker import CheckOptions
