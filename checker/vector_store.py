@@ -259,11 +259,13 @@ class LevelLog:
 
 
 def collision_note(states: int, generated: int, gap: int) -> str:
-    """TLC's two estimates of a collision among fingerprints whose least difference is ``gap``."""
+    """The chance that two distinct states shared a fingerprint, so that one was never explored:
+    TLC's two estimates (from the counts, and from the least difference ``gap`` between the
+    fingerprints kept), in words a Kafka engineer reads without TLC's manual."""
     optimistic = states * (generated - states) / 2.0**64
     actual = 1.0 / float(gap) if gap else 0.0
-    return (f"64-bit fingerprints: collision probability calculated (optimistic) val = {optimistic:.1E}, "
-            f"based on the actual fingerprints val = {actual:.1E}")
+    return (f"states are told apart by 64-bit fingerprints: the chance that two were taken for one (one left "
+            f"unexplored) is about {optimistic:.1E} from the counts, {actual:.1E} from the fingerprints seen")
 
 
 class _Extent(NamedTuple):

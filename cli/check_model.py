@@ -268,7 +268,7 @@ def main(**params) -> int:
                 click.echo("", err=params["fmt"] == "json")
                 show_text(trace, color=params["color"], err=params["fmt"] == "json")
     outputs.finish()
-    return exit_code(outcome.result)
+    return exit_code(outcome.result, run.decides)
 
 
 def refuse_replay(run: CheckRun) -> None:

@@ -41,15 +41,17 @@ def process_started() -> float:
     return time.monotonic() - min(max(0.0, age), 60.0)
 
 
-def exit_code(result: CheckResult) -> int:
-    """1 when a property's verdict is not the one a build wants (``verdict.good``); a
+def exit_code(result: CheckResult, decides: Callable[[str], bool] = lambda name: True) -> int:
+    """1 when a deciding property's verdict is not the one a build wants (``verdict.good``); a
     counterexample is final, so a run that found one is 1 even when it stopped early (a
-    simulation, a time limit); 3 when it stopped early otherwise."""
-    if any(verdict.broken(p, p.status) for p in result.properties):
+    simulation, a time limit); 3 when it stopped early otherwise. ``decides``: which
+    properties decide (``CheckRun.decides``): the others are reported, not judged."""
+    props = [p for p in result.properties if decides(p.name)]
+    if any(verdict.broken(p, p.status) for p in props):
         return FAILED
     if not result.complete:
         return INCOMPLETE
-    return OK if all(verdict.good(BY_NAME.get(p.name, p), p.status) for p in result.properties) else FAILED
+    return OK if all(verdict.good(BY_NAME.get(p.name, p), p.status) for p in props) else FAILED
 
 
 class UsageFailure(Exception):

@@ -73,6 +73,20 @@ def sentence(outcome: CheckOutcome, name: str) -> str:
     return bad + where
 
 
+def answer(outcome: CheckOutcome) -> str:
+    """The report's first line: the user's question answered, a short sentence per deciding
+    property (``CheckRun.decides``), what goes wrong first; the specification's own
+    invariants only when they were asked for."""
+    r = outcome.result
+    deciding = [p for p in r.properties if outcome.run.decides(p.name)]
+    bad = [p for p in deciding if not verdict.good(BY_NAME.get(p.name, p), p.status)]
+    said = [s for s in (sentence(outcome, p.name) for p in bad + [p for p in deciding if p not in bad]) if s]
+    scope = "within bounds" if r.complete else "so far (the search stopped early)"
+    if not said:
+        return f"Answer, {scope}: nothing was asked." if not deciding else f"Answer, {scope}: nothing goes wrong."
+    return f"Answer, {scope}: " + " ".join(f"{s[0].upper()}{s[1:]}." for s in said)
+
+
 def searched_depth(outcome: CheckOutcome, name: str) -> int:
     """How deep an undecided state property is known not to be decided (every path of that
     many states was searched); 0 for a graph property, which needs the whole graph."""

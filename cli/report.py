@@ -14,6 +14,7 @@ from isrcheck.traces.narrate import describe_step, explain_violation
 from isrcheck.traces.view_data import lasso_view
 
 from . import plain
+from .common import exit_code
 from .kafka_config import in_kafka_words, kafka_values
 from .runner import CheckOutcome
 
@@ -22,6 +23,7 @@ BOUND_KNOBS = [knob for knob in FEATURES if knob.bound]  # the features that bou
 # The JSON report's shape: raised when a key changes meaning or goes; new keys keep it.
 # 2: report_version, isrcheck_version, model_version, verdict_text, each property's says and loop
 REPORT_VERSION = 2
+VERDICTS = {0: "holds", 1: "violated", 3: "unknown"}  # the exit code's meaning, as the JSON says it
 
 
 def bounds(outcome: CheckOutcome) -> dict[str, Any]:
@@ -67,6 +69,9 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         "report_version": REPORT_VERSION,
         "isrcheck_version": __version__,
         "model_version": MODEL_VERSION,
+        # the answer: what the deciding properties say, as the exit code does (0, 1, 3)
+        "verdict": VERDICTS[exit_code(r, outcome.run.decides)],
+        "answer": plain.answer(outcome),
         "config": config,
         "engine": r.engine,
         **({"kernel": r.kernel} if r.kernel else {}),
@@ -98,6 +103,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
                 # a lasso: the trace goes on for ever from its last state back to state ``loop``
                 **({"loop": p.path.loop} if p.path is not None and p.path.loop is not None else {}),
                 "says": plain.sentence(outcome, p.name),
+                "decides": outcome.run.decides(p.name),
             }
             for p in r.properties
         ],
@@ -157,7 +163,7 @@ def header(config) -> list[str]:
 def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     r = outcome.result
     s = r.stats
-    lines = header(outcome.run.config)
+    lines = [plain.answer(outcome), *header(outcome.run.config)]
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
     if r.workers > 1:
         kernel = f" ({r.kernel} kernel, {r.workers} {'processes' if r.processes else 'threads'})"
@@ -166,10 +172,16 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
         lines.append(f"  {r.kernel_note}")
     width = max((len(p.name) for p in r.properties), default=10) + 2
     shared = r.search_note  # the whole search's: said once, below the verdicts
-    for p in r.properties:
+    deciding = [p for p in r.properties if outcome.run.decides(p.name)]
+    internal = [p for p in r.properties if p not in deciding]
+    for p in deciding:
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
-    if explain:
-        for p in r.properties:
+    if internal:
+        lines.append("  the published specification's invariants (they decide only with --property or --core):")
+    for p in internal:
+        lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
+    if explain:  # the deciding findings told step by step; the specification's, in their trace files
+        for p in deciding:
             if verdict.broken(p, p.status) and p.name in outcome.traces:
                 lines.extend(explain_lines(outcome, p.name))
     for p in r.properties:  # a failed induction: the state a lemma must rule out

@@ -34,6 +34,12 @@ class CheckRun:
     checkpoint_dir: Path | None = None  # write checkpoints here
     resume_dir: Path | None = None  # continue the search saved here (and keep checkpointing there)
 
+    def decides(self, name: str) -> bool:
+        """Whether ``name``'s verdict decides the answer and the exit code: every property named
+        with --property does, and under --core the specification's invariants are the question;
+        otherwise they are reported apart (``Property.internal``), the user's guarantees decide."""
+        return bool(self.properties) or self.config.core or not BY_NAME[name].internal
+
 
 @dataclass
 class CheckOutcome:

@@ -32,7 +32,7 @@ def test_kafka_keys_are_the_options_they_name(tmp_path):
 
 def test_the_report_echoes_the_configuration_in_kafkas_words(tmp_path):
     proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", *SMALL, "--trace-dir", str(tmp_path))
-    assert proc.stdout.splitlines()[1] == (
+    assert proc.stdout.splitlines()[2] == (  # below the answer and the model's words
         "kafka: replication.factor=3, min.insync.replicas=2, unclean.leader.election.enable=false, "
         "flush.messages=unset, acks=all, eligible.leader.replicas.version=1")
 

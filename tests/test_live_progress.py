@@ -103,7 +103,8 @@ def test_the_live_display_redraws_in_place_and_leaves_the_report_whole(tmp_path)
     header = frames(screen)[0]
     assert header.startswith("isrcheck: protocol kip-320, rf 3"), header  # the configuration first
     # the report is on stdout alone, exactly as when nothing is shown on the terminal
-    assert out.startswith(header + "\n") and "\x1b" not in out
+    assert out.startswith("Answer, within bounds: ") and "\x1b" not in out  # the answer first (issue 54)
+    assert out.splitlines()[1] == header
     assert "searched the whole bounded space" in out and "states/s" in out
     assert out.rstrip().endswith(".") and "  committed-survive  holds within bounds" in out
 

@@ -63,7 +63,9 @@ def test_an_interrupted_run_says_what_is_not_known(tmp_path):
     proc = run_cli("check-model", "--rf", "3", "--min-isr", "2", "--kernel", "scalar", "--time-limit", "3s",
                    "--property", "committed-survive", "--trace-dir", str(tmp_path))  # 20 s of search
     assert proc.returncode == 3
-    depth = int(proc.stdout.split("depth ")[1].split(",")[0])
+    depth = int(proc.stdout.split("\nstates: ")[1].split("depth ")[1].split(",")[0])
+    assert proc.stdout.startswith(f"Answer, so far (the search stopped early): Committed records survive up to "
+                                  f"depth {depth}; past it, not known yet")
     assert f"committed-survive  unknown: no violation up to depth {depth}, search incomplete" in proc.stdout
     assert proc.stdout.rstrip().endswith(
         f"committed records survive up to depth {depth}; past it, not known yet (the search stopped early).")
@@ -85,4 +87,51 @@ def test_with_progress_the_configuration_comes_first(tmp_path):
     first = proc.stderr.splitlines()[:3]
     assert first[2].startswith("  ... 1 distinct states")
     assert first[0].startswith("isrcheck: protocol kip-320, rf 3, Kafka 4.1") and first[1].startswith("kafka: ")
-    assert proc.stdout.splitlines()[0] == first[0]  # and the report says it again, for the record
+    answer, again = proc.stdout.splitlines()[:2]
+    assert answer.startswith("Answer, so far (the search stopped early): ")  # the report answers first (issue 54)
+    assert again == first[0]  # then says the configuration again, for the record
+
+
+LOST_DISK = ["--rf", "2", "--min-isr", "2", "--disk-loss", "1", "--max-records", "1", "--crashes", "1"]
+
+
+def test_the_answer_comes_first_and_the_specifications_invariants_do_not_decide_it(tmp_path):
+    """Issue 54: on 4.1 a lost disk breaks weak-isr and strong-isr (the wiped broker stays in a
+    stale leader's cached ISR), yet no acknowledged or committed record is lost: the question a
+    Kafka engineer asked is answered "no", first, and the run exits 0."""
+    proc = run_cli("check-model", *LOST_DISK, "--trace-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Answer, within bounds: Committed records survive. ")
+    assert "Acknowledged writes survive." in lines[0] and "ISR" not in lines[0]
+    heading = lines.index("  the published specification's invariants (they decide only with --property or --core):")
+    below = "\n".join(lines[heading:])
+    assert "weak-isr           VIOLATED" in below and "strong-isr         VIOLATED" in below
+    assert "acked-survive" not in below
+    assert "\nweak-isr: " not in proc.stdout  # its trace is saved, not told step by step
+    code, report = run_json(*LOST_DISK, "--trace-dir", str(tmp_path))
+    assert (code, report["verdict"], report["answer"]) == (0, "holds", lines[0])
+    decides = {p["name"]: p["decides"] for p in report["properties"]}
+    assert not decides["weak-isr"] and decides["committed-survive"] and decides["record-committed"]
+
+
+def test_a_specification_invariant_named_decides_again(tmp_path):
+    code, report = run_json(*LOST_DISK, "--property", "weak-isr", "--property", "acked-survive",
+                            "--trace-dir", str(tmp_path))
+    assert (code, report["verdict"]) == (1, "violated")
+    assert all(p["decides"] for p in report["properties"])
+    assert report["answer"].startswith("Answer, within bounds: A leader can have a record below its high watermark")
+
+
+def test_under_core_the_invariants_are_the_question(tmp_path):
+    code, report = run_json("--core", "--protocol", "kip-101", "--rf", "2", "--trace-dir", str(tmp_path))
+    assert (code, report["verdict"]) == (1, "violated")
+    assert all(p["decides"] for p in report["properties"])
+
+
+def test_the_api_answers_as_check_model_does():
+    from isrcheck import api
+
+    result = api.check(rf=2, min_isr=2, disk_loss=1, max_records=1)
+    assert result.ok and result.answer.startswith("Answer, within bounds: Committed records survive.")
+    assert not result["weak-isr"].good and not result["weak-isr"].decides

@@ -34,6 +34,7 @@ class Verdict:
     name: str
     outcome: str  # holds, proved, violated, witnessed, never or unknown
     good: bool  # what a build wants (verdict.good)
+    decides: bool  # part of the answer: not one of the specification's own invariants (CheckRun.decides)
     says: str
     trace: Trace | None
     trace_file: Path | None
@@ -51,8 +52,13 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """Every verdict is what a build wants, and the search was complete (exit code 0)."""
-        return self.complete and all(v.good for v in self.verdicts)
+        """Every deciding verdict is what a build wants, and the search was complete (exit code 0)."""
+        return self.complete and all(v.good for v in self.verdicts if v.decides)
+
+    @property
+    def answer(self) -> str:
+        """check-model's first line: the deciding verdicts, a short sentence each."""
+        return plain.answer(self.outcome)
 
     def __getitem__(self, name: str) -> Verdict:
         for v in self.verdicts:
@@ -86,7 +92,7 @@ def check(*, properties: tuple[str, ...] | list[str] = (), engine: str = "bfs", 
         raise ValueError(str(e)) from None
     r = outcome.result
     verdicts = tuple(
-        Verdict(p.name, verdict.outcome(p, p.status), verdict.good(BY_NAME[p.name], p.status),
+        Verdict(p.name, verdict.outcome(p, p.status), verdict.good(BY_NAME[p.name], p.status), run.decides(p.name),
                 plain.sentence(outcome, p.name), outcome.traces.get(p.name), outcome.trace_files.get(p.name))
         for p in r.properties)
     return Result(verdicts, plain.paragraph(outcome) if r.properties else "", r.complete, r.stats.states, outcome)
