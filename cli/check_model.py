@@ -20,7 +20,7 @@ from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES, default_of
 from isrcheck.properties import NAMES, UnknownProperty
 
-from . import colors, graph_files, kafka_config, report
+from . import colors, graph_files, kafka_config, kafka_live, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
                      UsageFailure, available_cores, color_option, duration, exit_code, parsed, process_started, size,
                      wants_color)
@@ -196,7 +196,12 @@ def feature_options(command):
 @click.option("--broker-config", multiple=True, type=KAFKA_FILE,
               help="A broker's server.properties (repeatable): topic defaults that a topic's own settings override.")
 @click.option("--topic", "topic", metavar="NAME",
-              help="The topic to read from a describe output that lists several.")
+              help="The topic to read from a describe output that lists several, or from --bootstrap-server.")
+@click.option("--bootstrap-server", metavar="HOST:PORT",
+              help="Read --topic's settings from this live cluster (the Admin API, as kafka-topics.sh and "
+                   "kafka-configs.sh --describe do).")
+@click.option("--command-config", type=KAFKA_FILE,
+              help="Client settings for --bootstrap-server (security.protocol, sasl.*, ssl.*), as Kafka's tools take.")
 @click.option("--graph", "graph_file", type=NonEmptyPath(dir_okay=False, path_type=Path),
               help="Also write the explored state graph (--engine bfs; explores the whole bounded space): .npz "
                    "(any size), .graphml or .dot (up to 200,000 states); .scc.graphml or .scc.dot: its "
@@ -310,7 +315,8 @@ def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
     settings = kafka_config.KafkaSettings()
     files = [(f"--{kind}-config", path) for kind in ("broker", "topic", "producer", "consumer")
              for path in params[f"{kind}_config"]]
-    notes = kafka_config.read_files(files, params["topic"], settings)
+    notes = kafka_config.read_files(files, params["topic"], settings, live=params["bootstrap_server"] is not None)
+    notes += read_live(params, settings)
     for pair in params["kafka_pairs"]:
         settings.add(*kafka_config.parse_pair(pair), "--config", typed=True)
     names = {field: key for key, (field, _) in kafka_config.MODELLED.items()}
@@ -321,6 +327,21 @@ def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
         params[name] = value
         explicit.add(name)
     return settings.notes() + notes
+
+
+def read_live(params: dict, settings: kafka_config.KafkaSettings) -> list[str]:
+    """--bootstrap-server: the topic's settings from the live cluster, read as a describe file's."""
+    server, topic = params["bootstrap_server"], params["topic"]
+    if server is None:
+        if params["command_config"] is not None:
+            raise UsageFailure("--command-config needs --bootstrap-server")
+        return []
+    if topic is None:
+        raise UsageFailure("--bootstrap-server needs --topic NAME: the topic whose settings to check")
+    entries, partitions = kafka_live.read_topic(server, topic, params["command_config"])
+    for key, value, where in entries:
+        settings.add(key, value, where)
+    return [f"partition states are read but not yet used ({server} topic {topic}: {partitions})"] if partitions else []
 
 
 def keep_graph(run: CheckRun, path: Path) -> None:

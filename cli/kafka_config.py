@@ -184,9 +184,10 @@ def parse_pair(text: str) -> tuple[str, str]:
     return key, value
 
 
-def read_files(files: list[tuple[str, Path]], topic: str | None, settings: KafkaSettings) -> list[str]:
+def read_files(files: list[tuple[str, Path]], topic: str | None, settings: KafkaSettings, live: bool = False) -> list[str]:
     """The --*-config files into settings; the broker's are defaults that a topic's or a client's
-    file overrides, as in Kafka. Returns the notes on what was read and not used."""
+    file overrides, as in Kafka. Returns the notes on what was read and not used. ``live``: the
+    topic is read from a cluster too (--bootstrap-server), so --topic needs no describe file."""
     broker, notes, named = KafkaSettings(), [], False
     for option, path in files:
         reading = kafka_describe.read_file(path, option)
@@ -203,7 +204,7 @@ def read_files(files: list[tuple[str, Path]], topic: str | None, settings: Kafka
             what = "only partition lines" if partitions else "only keys the model does not read" if entries else "nothing"
             raise UsageFailure(f"{option} {path}: no setting the model reads ({what}); the keys it reads: "
                                f"{', '.join(MODELLED)}")
-    if topic is not None and not named:
+    if topic is not None and not named and not live:
         raise UsageFailure(f"--topic {topic}: no file given is a describe output that names topics")
     for key, (value, where) in broker.given.items():
         if key not in settings.given:
