@@ -156,7 +156,8 @@ def feature_options(command):
               help="Spark master for --engine spark: local[*] (embedded), local[N], spark://HOST:PORT, yarn, "
                    "k8s://... [default: local[*]].")
 @click.option("--spark-partitions", type=AsciiInt(), default=None, metavar="N",
-              help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores].")
+              help="Partitions of the frontier and visited set for --engine spark [default: the cluster's cores; "
+                   "on local[N], at most this machine's].")
 @click.option("--verbose", is_flag=True, help="Show Spark's own console output (--engine spark).")
 @simulate_options
 @click.option("--kernel", type=click.Choice(["vector", "scalar"]), default="vector", show_default=True,

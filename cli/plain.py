@@ -80,8 +80,16 @@ def answer(outcome: CheckOutcome) -> str:
     r = outcome.result
     deciding = [p for p in r.properties if outcome.run.decides(p.name)]
     bad = [p for p in deciding if not verdict.good(BY_NAME.get(p.name, p), p.status)]
-    said = [s for s in (sentence(outcome, p.name) for p in bad + [p for p in deciding if p not in bad]) if s]
-    scope = "within bounds" if r.complete else "so far (the search stopped early)"
+    depth = r.stats.depth if r.coverage is None else 0
+
+    def said_of(p) -> str:  # an unbroken invariant of a stopped search: the scope says how far
+        if p.status == "unknown" and verdict.always(p) and depth and not BY_NAME[p.name].graph:
+            return SENTENCES.get(p.name, (f"{p.name} holds", ""))[0]
+        return sentence(outcome, p.name)
+
+    said = [s for s in (said_of(p) for p in bad + [p for p in deciding if p not in bad]) if s]
+    scope = "within bounds" if r.complete else (
+        f"up to depth {depth}, where the search stopped" if depth else "so far (the search stopped early)")
     if not said:
         return f"Answer, {scope}: nothing was asked." if not deciding else f"Answer, {scope}: nothing goes wrong."
     return f"Answer, {scope}: " + " ".join(f"{s[0].upper()}{s[1:]}." for s in said)

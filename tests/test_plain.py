@@ -64,8 +64,8 @@ def test_an_interrupted_run_says_what_is_not_known(tmp_path):
                    "--property", "committed-survive", "--trace-dir", str(tmp_path))  # 20 s of search
     assert proc.returncode == 3
     depth = int(proc.stdout.split("\nstates: ")[1].split("depth ")[1].split(",")[0])
-    assert proc.stdout.startswith(f"Answer, so far (the search stopped early): Committed records survive up to "
-                                  f"depth {depth}; past it, not known yet")
+    assert proc.stdout.startswith(f"Answer, up to depth {depth}, where the search stopped: Committed records "
+                                  f"survive.\n")
     assert f"committed-survive  unknown: no violation up to depth {depth}, search incomplete" in proc.stdout
     assert proc.stdout.rstrip().endswith(
         f"committed records survive up to depth {depth}; past it, not known yet (the search stopped early).")
@@ -88,7 +88,7 @@ def test_with_progress_the_configuration_comes_first(tmp_path):
     assert first[2].startswith("  ... 1 distinct states")
     assert first[0].startswith("isrcheck: protocol kip-320, rf 3, Kafka 4.1") and first[1].startswith("kafka: ")
     answer, again = proc.stdout.splitlines()[:2]
-    assert answer.startswith("Answer, so far (the search stopped early): ")  # the report answers first (issue 54)
+    assert answer.startswith("Answer, up to depth ")  # the report answers first (issue 54)
     assert again == first[0]  # then says the configuration again, for the record
 
 

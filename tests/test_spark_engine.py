@@ -398,3 +398,44 @@ def test_levels_replicated_or_checkpointed_to_a_folder_give_the_same_search(dura
     assert (durability == "reliable") == any(tmp_path.iterdir())  # Spark's checkpoints were written there
     sc = spark_context.spark_context("local[*]")
     assert spark_context.level_durability(sc, None, "local[*]") == ("local", None)  # as before this test
+
+
+def test_a_local_master_gets_no_more_partitions_than_this_machine_has_cores():
+    """Issue 55: local[64] on 2 cores ran 64 Python workers (3.5 GB under --max-memory 1G, and
+    13 s past a 20 s limit while they were stopped). A cluster's master keeps its own count."""
+    import os
+    from types import SimpleNamespace
+
+    from isrcheck.checker.spark_engine import default_partitions
+
+    cores = len(os.sched_getaffinity(0))
+    sc = SimpleNamespace(defaultParallelism=64)
+    assert default_partitions(sc, "local[64]") == min(64, cores)
+    assert default_partitions(SimpleNamespace(defaultParallelism=1), "local[1]") == 1
+    assert default_partitions(sc, "spark://10.0.0.1:7077") == 64
+    assert default_partitions(SimpleNamespace(defaultParallelism=0), "yarn") == 1
+
+
+def test_local_64_on_this_machine_stays_within_its_memory_and_time_limits(tmp_path):
+    """The issue's run, the whole process tree sampled: the JVM, the driver and every Python
+    worker stay under --max-memory, and the run stops within 10% and a second of its limit
+    (2 s more for a loaded test machine), the JVM's start counted in it."""
+    import psutil
+
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.cli.check_model", "--rf", "3", "--min-isr", "2",
+                             "--engine", "spark", "--spark-master", "local[64]", "--time-limit", "12s",
+                             "--max-memory", "1G", "--no-progress", "--trace-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak, root = 0, psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            peak = max(peak, sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]))
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    elapsed = time.monotonic() - started
+    out, err = proc.communicate()
+    assert proc.returncode == 3 and "INCOMPLETE" in out, err
+    assert elapsed < 12 * 1.1 + 1 + 2, elapsed
+    assert peak < 1 << 30, peak / 2**20
