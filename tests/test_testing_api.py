@@ -4,6 +4,7 @@ failing property test is shrunk to the fewest steps."""
 from __future__ import annotations
 
 import re
+import runpy
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,13 @@ from isrcheck.traces.view_data import check_trace
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
-def test_the_readme_example_runs():
+def test_the_readme_example_runs(tmp_path):
+    """Run as a user would, from a file of its own: compiled under the name README.md, Hypothesis
+    read the README's own lines as the test's source and failed when they did not tokenize."""
     section = README.split("### Property tests against the model", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    exec(compile(code, "README.md", "exec"), {})
+    example = tmp_path / "test_consumer_lag.py"
+    example.write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1))
+    runpy.run_path(str(example), run_name="__main__")
 
 
 @given(configs())
