@@ -18,9 +18,10 @@ from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.files import FileProblem, check_output_dir, check_output_file
 from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES, default_of
+from isrcheck.model.replication import with_now
 from isrcheck.properties import NAMES, UnknownProperty
 
-from . import colors, graph_files, kafka_config, kafka_live, report
+from . import colors, graph_files, kafka_config, kafka_live, partition_now, report
 from .common import (LIVE_INTERVAL, MAX_WORKERS, AsciiInt, CliObserver, NonEmptyPath, OneLineCommand, Outputs,
                      UsageFailure, available_cores, color_option, duration, exit_code, parsed, process_started, size,
                      wants_color)
@@ -47,7 +48,8 @@ def model_config_from(params: dict, explicit: set[str]) -> ModelConfig:
     if not params["core"]:
         values.update({k: params[k] for k in FEATURE_FIELDS})
     try:
-        return ModelConfig(**values).validate()
+        config = ModelConfig(**values).validate()
+        return with_now(config, params["now"]).validate() if params.get("now") else config
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
 
@@ -198,6 +200,9 @@ def feature_options(command):
               help="A broker's server.properties (repeatable): topic defaults that a topic's own settings override.")
 @click.option("--topic", "topic", metavar="NAME",
               help="The topic to read from a describe output that lists several, or from --bootstrap-server.")
+@click.option("--partition", "partition", metavar="N|new",
+              help="Start from this partition's state as the describe or the live cluster shows it (default: "
+                   "from every partition's, one check per distinct state), or 'new': a new partition.")
 @click.option("--bootstrap-server", metavar="HOST:PORT",
               help="Read --topic's settings from this live cluster (the Admin API, as kafka-topics.sh and "
                    "kafka-configs.sh --describe do).")
@@ -231,9 +236,13 @@ def main(**params) -> int:
     """Check one Kafka replication configuration; exit 0 holds, 1 violated, 2 usage, 3 incomplete."""
     ctx = click.get_current_context()
     explicit = {k for k in params if ctx.get_parameter_source(k) is ParameterSource.COMMANDLINE}
-    for note in apply_kafka_keys(params, explicit):
-        click.echo(f"check-model: {note}", err=True)
+    notes = apply_kafka_keys(params, explicit)
     run = check_run_from(params, explicit)
+    if run.config.now is not None and run.engine == "simulate":
+        raise UsageFailure("--engine simulate walks from a new partition; a partition's state now needs "
+                           "--engine bfs, z3 or spark (or --partition new)")
+    for note in notes:  # after the refusals: a refused run says one line
+        click.echo(f"check-model: {note}", err=True)
     if params["graph_file"] is not None:
         keep_graph(run, params["graph_file"])
     check_outputs(run, params["junit_file"], params["graph_file"])
@@ -318,6 +327,8 @@ def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
              for path in params[f"{kind}_config"]]
     notes = kafka_config.read_files(files, params["topic"], settings, live=params["bootstrap_server"] is not None)
     notes += read_live(params, settings)
+    params["now"], same = partition_now.choose(settings.partitions, params["partition"])
+    notes += same
     for pair in params["kafka_pairs"]:
         settings.add(*kafka_config.parse_pair(pair), "--config", typed=True)
     names = {field: key for key, (field, _) in kafka_config.MODELLED.items()}
@@ -342,7 +353,8 @@ def read_live(params: dict, settings: kafka_config.KafkaSettings) -> list[str]:
     entries, partitions = kafka_live.read_topic(server, topic, params["command_config"])
     for key, value, where in entries:
         settings.add(key, value, where)
-    return [f"partition states are read but not yet used ({server} topic {topic}: {partitions})"] if partitions else []
+    settings.partitions += partitions
+    return []
 
 
 def keep_graph(run: CheckRun, path: Path) -> None:

@@ -138,6 +138,7 @@ class KafkaSettings:
     ignored: list[str] = field(default_factory=list)
     not_yet: list[str] = field(default_factory=list)
     unset: list[str] = field(default_factory=list)
+    partitions: list[Any] = field(default_factory=list)  # the topic's partition lines (model.now.PartitionNow)
 
     def add(self, key: str, value: str, where: str, typed: bool = False) -> bool:
         """One key; True when the model reads it. A key typed by hand (--config, a suite) that is a
@@ -197,9 +198,8 @@ def read_files(files: list[tuple[str, Path]], topic: str | None, settings: Kafka
         into = broker if option == "--broker-config" else settings
         names = BROKER_NAMES if option == "--broker-config" else {}
         read = [into.add(names.get(k.strip(), k), v, w) for k, v, w in entries]
-        partitions = reading.partition_lines.get(chosen, 0) if chosen else sum(reading.partition_lines.values())
-        if partitions:
-            notes.append(f"partition lines are read but not yet used ({path}: {partitions})")
+        partitions = reading.partitions.get(chosen, []) if chosen else sum(reading.partitions.values(), [])
+        settings.partitions += partitions
         if not any(read):
             what = "only partition lines" if partitions else "only keys the model does not read" if entries else "nothing"
             raise UsageFailure(f"{option} {path}: no setting the model reads ({what}); the keys it reads: "
@@ -217,7 +217,7 @@ def read_files(files: list[tuple[str, Path]], topic: str | None, settings: Kafka
 
 def _topic(reading: kafka_describe.Reading, topic: str | None, option: str, path: Path) -> str | None:
     """The topic asked for (--topic), or the only one a file describes."""
-    names = [t for t in {**reading.topics, **reading.partition_lines} if t is not None]
+    names = [t for t in {**reading.topics, **reading.partitions} if t is not None]
     if topic is not None and reading.described and topic not in names:
         raise UsageFailure(f"{option} {path}: no topic {topic}; it describes {', '.join(names) or 'none'}")
     if topic is None and len(names) > 1:

@@ -28,6 +28,8 @@ from pathlib import Path
 import javaproperties
 
 from isrcheck.files import FileProblem, read_bounded
+from isrcheck.model import ConfigError
+from isrcheck.model.now import PartitionNow
 
 from .common import UsageFailure
 from .units import digits_hint
@@ -45,7 +47,7 @@ class Reading:
     """One file's entries by topic (None: entries that name no topic, as a .properties file's)."""
 
     topics: dict[str | None, list[Entry]] = field(default_factory=dict)
-    partition_lines: dict[str, int] = field(default_factory=dict)  # topic -> its partition lines
+    partitions: dict[str, list[PartitionNow]] = field(default_factory=dict)  # topic -> its partition lines
     described: bool = False  # Kafka's describe output, whose topics have names
 
 
@@ -92,8 +94,7 @@ def _describe(lines: list[str], path: Path) -> Reading:
             name = old.group(2) if old.group(1) == "topic" else None
             reading.topics.setdefault(name, []).extend(_entries(old.group(3), where))
         elif "\tPartition:" in raw + "\t" and "ReplicationFactor:" not in line:
-            name = _topic_name(raw, where)  # a partition's leader, replicas and ISR: not yet used
-            reading.partition_lines[name] = reading.partition_lines.get(name, 0) + 1
+            reading.partitions.setdefault(_topic_name(raw, where), []).append(_partition(raw, where))
         elif line.startswith("Topic:"):
             reading.topics.setdefault(_topic_name(raw, where), []).extend(_topic_entries(raw, where))
         elif current is not None and (config := _CONFIG_LINE.fullmatch(raw)):
@@ -108,6 +109,21 @@ def _topic_name(raw: str, where: str) -> str:
     if not name or not name.group(1).strip():
         raise UsageFailure(f"{where}: a Topic: line without the topic's name")
     return name.group(1).strip()
+
+
+def _partition(raw: str, where: str) -> PartitionNow:
+    """A partition line's leader, replicas, ISR and ELR (TopicCommand.PartitionDescription):
+    its fields by name, in the order PartitionNow reads them; the others (TopicId, a
+    reassignment's Adding and Removing Replicas, LastKnownElr) are not part of the state read."""
+    fields = {k.strip(): v.strip() for k, _, v in (f.partition(":") for f in raw.strip().split("\t"))}
+    if "Adding Replicas" in fields or "Removing Replicas" in fields:
+        raise UsageFailure(f"{where}: partition {fields.get('Partition', '?')} is being reassigned; "
+                           "isrcheck reads a partition's state only between reassignments")
+    words = " ".join(f"{k}: {fields[k]}" for k in ("Partition", "Leader", "Replicas", "Isr", "Elr") if k in fields)
+    try:
+        return PartitionNow.parse(words)
+    except ConfigError as e:
+        raise UsageFailure(f"{where}: {e}") from None
 
 
 def _topic_entries(raw: str, where: str) -> list[Entry]:

@@ -18,13 +18,18 @@ import javaproperties
 from isrcheck.files import FileProblem, read_bounded
 
 from .common import UsageFailure
+from isrcheck.model.now import PartitionNow
+
 from .kafka_describe import Entry
 
 TIMEOUT = 15.0  # seconds for each request, broker lookup included
 
 
-def read_topic(bootstrap: str, topic: str, command_config: Path | None) -> tuple[list[Entry], int]:
-    """The topic's entries, and how many partitions it has; one line (UsageFailure) on failure."""
+def read_topic(bootstrap: str, topic: str, command_config: Path | None) -> tuple[list[Entry], list[PartitionNow]]:
+    """The topic's entries, and its partitions' states now (the brokers down: the replicas that
+    the metadata does not list among the cluster's live brokers, as DescribeCluster would, which
+    librdkafka sends to a broker the metadata may name while it is down); one line
+    (UsageFailure) on failure."""
     from confluent_kafka import KafkaException, TopicCollection
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
@@ -36,6 +41,7 @@ def read_topic(bootstrap: str, topic: str, command_config: Path | None) -> tuple
         described = admin.describe_topics(TopicCollection([topic]), request_timeout=TIMEOUT)[topic].result(TIMEOUT + 5)
         resource = ConfigResource(ResourceType.TOPIC, topic)
         configs = admin.describe_configs([resource], request_timeout=TIMEOUT)[resource].result(TIMEOUT + 5)
+        live = set(admin.list_topics(topic, timeout=TIMEOUT).brokers)  # the brokers the metadata lists
     except KafkaException as e:
         raise UsageFailure(f"{where}: {_words(e)}") from None
     except TimeoutError:
@@ -47,7 +53,15 @@ def read_topic(bootstrap: str, topic: str, command_config: Path | None) -> tuple
     entries: list[Entry] = [("replication.factor", str(len(partitions[0].replicas)), at)] if partitions else []
     entries += [(name, entry.value, at) for name, entry in sorted(configs.items())
                 if entry.value is not None and not entry.is_sensitive]
-    return entries, len(partitions)
+    return entries, [_now(p, live) for p in partitions]
+
+
+def _now(p, live: set[int]) -> PartitionNow:
+    """A partition as TopicPartitionInfo gives it (no ELR: the client does not report it)."""
+    replicas = tuple(n.id for n in p.replicas)
+    leader = p.leader.id if p.leader is not None and p.leader.id >= 0 else None
+    return PartitionNow(p.id, leader, replicas, tuple(n.id for n in p.isr), None,
+                        tuple(b for b in replicas if b not in live))
 
 
 def client_settings(path: Path | None) -> dict[str, str]:

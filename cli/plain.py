@@ -12,6 +12,7 @@ from __future__ import annotations
 from isrcheck.model.config import FEATURES
 from isrcheck.properties import BY_NAME, verdict
 
+from . import partition_now
 from .kafka_config import in_kafka_words
 from .runner import CheckOutcome
 
@@ -90,6 +91,8 @@ def answer(outcome: CheckOutcome) -> str:
     said = [s for s in (said_of(p) for p in bad + [p for p in deciding if p not in bad]) if s]
     scope = "within bounds" if r.complete else (
         f"up to depth {depth}, where the search stopped" if depth else "so far (the search stopped early)")
+    if partition_now.scope(outcome.run.config):
+        scope = f"{partition_now.scope(outcome.run.config)}, {scope}"
     if not said:
         return f"Answer, {scope}: nothing was asked." if not deciding else f"Answer, {scope}: nothing goes wrong."
     return f"Answer, {scope}: " + " ".join(f"{s[0].upper()}{s[1:]}." for s in said)

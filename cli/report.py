@@ -13,7 +13,7 @@ from isrcheck.properties import BY_NAME, verdict
 from isrcheck.traces.narrate import describe_step, explain_violation
 from isrcheck.traces.view_data import lasso_view
 
-from . import plain
+from . import partition_now, plain
 from .common import exit_code
 from .kafka_config import in_kafka_words, kafka_values
 from .runner import CheckOutcome
@@ -72,6 +72,7 @@ def to_json(outcome: CheckOutcome) -> dict[str, Any]:
         # the answer: what the deciding properties say, as the exit code does (0, 1, 3)
         "verdict": VERDICTS[exit_code(r, outcome.run.decides)],
         "answer": plain.answer(outcome),
+        **({"now": partition_now.readings(outcome.run.config)} if outcome.run.config.now else {}),
         "config": config,
         "engine": r.engine,
         **({"kernel": r.kernel} if r.kernel else {}),
@@ -163,7 +164,8 @@ def header(config) -> list[str]:
 def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     r = outcome.result
     s = r.stats
-    lines = [plain.answer(outcome), *header(outcome.run.config)]
+    lines = [plain.answer(outcome), *(f"  {line}" for line in partition_now.readings(outcome.run.config)),
+             *header(outcome.run.config)]
     kernel = f" ({r.kernel} kernel)" if r.kernel else ""
     if r.workers > 1:
         kernel = f" ({r.kernel} kernel, {r.workers} {'processes' if r.processes else 'threads'})"

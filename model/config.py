@@ -75,6 +75,7 @@ class ModelConfig:
     commit: str | None = None  # a consumer group member commits its offset "before" or "after" processing
     consumer_crashes: int = 0  # its crashes in a run (a bound, like crashes)
     auto_offset_reset: str = "latest"  # where it starts without a committed offset (Kafka's default: latest)
+    now: str | None = None  # start from partitions' states as a describe shows them (``now.py``); None: a new partition
 
     def __post_init__(self) -> None:
         if self.core:
@@ -162,12 +163,13 @@ class ModelConfig:
             f"--max-leader-epoch {self.max_leader_epoch} is out of range; allowed 0 to 8",
         )
         if self.core:
+            _require(self.now is None, "a partition's state now needs a Kafka release: --core starts a new partition")
             return self
         for knob in FEATURES:
             problem = knob.check(self)
             if problem:
                 raise ConfigError(problem)
-        return self
+        return self  # a ``now`` is checked where the model is made (``replication.py``)
 
     @property
     def retries_per_record(self) -> int | None:
@@ -224,6 +226,8 @@ class ModelConfig:
                 f"bounds: max-records {self.max_records}, log-size {self.log_size}, "
                 f"max-leader-epoch {self.max_leader_epoch}"
             )
+        if self.now is not None:
+            parts.append(f"from now: {self.now}")
         return ", ".join(parts)
 
 

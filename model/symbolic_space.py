@@ -261,7 +261,13 @@ class Space:
         return z3.And([s.v[n] == value for n, value in self.values(ps).items()])
 
     def init(self, s: "SymState") -> z3.BoolRef:
-        """The initial state: every field at its initial value."""
+        """The initial state: every field at its initial value; or, for a configuration that
+        starts from partitions' states now, any of the states the explicit model starts from."""
+        if getattr(self.config, "now", None) is not None:
+            from .replication import ReplicationModel
+
+            model = ReplicationModel(self.config)
+            return z3.Or([self.equals(s, model.decode(t)) for t in model.init_states()])
         cls_replica, cls_state = self.protocol.classes
         rep = {f.name: self.schema.init_value(f) for f in self.schema.replica_fields}
         shared = {f.name: self.schema.init_value(f) for f in self.schema.shared_fields}

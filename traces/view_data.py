@@ -329,13 +329,26 @@ def _replica(before: PartitionState | None, after: PartitionState, r: int) -> Re
     )
 
 
+def _start_words(config) -> str:
+    """The first state's sentence: a new partition, or one that shows a partition now, with the
+    Kafka broker each replica stands for (the model numbers them by their place in Replicas)."""
+    if getattr(config, "now", None) is None:
+        return "the partition before any action"
+    from isrcheck.model.now import parse_now
+
+    shown = parse_now(config.now)
+    places = "; ".join(f"for partition {p.partition}, brokers " + ", ".join(
+        f"{i} = Kafka broker {b}" for i, b in enumerate(p.replicas)) for p in shown)
+    return f"the partition as the describe shows it now, records written before now aside ({places})"
+
+
 def _step(trace: Trace, i: int) -> StepView:
     config = trace.config
     ps = trace.steps[i].state
     before = trace.steps[i - 1].state if i else None
     action = trace.steps[i].action
     if before is None or action is None:
-        action_text, sentence, short = "initial state", "the partition before any action", "initial state"
+        action_text, sentence, short = "initial state", _start_words(config), "initial state"
     else:
         action_text, sentence, short = str(action), describe_step(before, action, ps), short_step(before, action, ps)
     q = ps.quorum
