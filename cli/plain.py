@@ -80,7 +80,6 @@ def answer(outcome: CheckOutcome) -> str:
     invariants only when they were asked for."""
     r = outcome.result
     deciding = [p for p in r.properties if outcome.run.decides(p.name)]
-    bad = [p for p in deciding if not verdict.good(BY_NAME.get(p.name, p), p.status)]
     depth = r.stats.depth if r.coverage is None else 0
 
     def said_of(p) -> str:  # an unbroken invariant of a stopped search: the scope says how far
@@ -88,14 +87,14 @@ def answer(outcome: CheckOutcome) -> str:
             return SENTENCES.get(p.name, (f"{p.name} holds", ""))[0]
         return sentence(outcome, p.name)
 
-    said = [s for s in (said_of(p) for p in bad + [p for p in deciding if p not in bad]) if s]
+    said = [s for s in (said_of(p) for p in findings_first(deciding)) if s]
     scope = "within bounds" if r.complete else (
         f"up to depth {depth}, where the search stopped" if depth else "so far (the search stopped early)")
     if partition_now.scope(outcome.run.config):
         scope = f"{partition_now.scope(outcome.run.config)}, {scope}"
     if not said:
         return f"Answer, {scope}: nothing was asked." if not deciding else f"Answer, {scope}: nothing goes wrong."
-    return f"Answer, {scope}: " + " ".join(f"{s[0].upper()}{s[1:]}." for s in said)
+    return f"Answer, {scope}: " + _sentences(said)
 
 
 def searched_depth(outcome: CheckOutcome, name: str) -> int:
@@ -111,18 +110,31 @@ def faults(config) -> str:
 
 
 def paragraph(outcome: CheckOutcome) -> str:
-    """The whole verdict: the settings in Kafka's words, then a sentence per property."""
+    """The whole verdict: what was checked, in Kafka's words, then a short sentence per
+    guarantee, the findings first (``findings_first``)."""
     config = outcome.run.config
     settings = "the published specification's machine" if config.core else (
         f"Kafka {config.kafka_version}, {in_kafka_words(config)}, {faults(config)}")
-    props = outcome.result.properties
-    bad = [p for p in props if not verdict.good(BY_NAME.get(p.name, p), p.status)]  # the findings first
-    walked = outcome.result.coverage
-    unbroken = [p for p in bad if walked is not None and p.status == "unknown" and verdict.always(p)]
-    bad = [p for p in bad if p not in unbroken]
-    said = "; ".join(s for s in (sentence(outcome, p.name) for p in bad + [p for p in props if p not in bad + unbroken])
-                     if s)
+    props, walked = findings_first(outcome.result.properties), outcome.result.coverage
+    unbroken = [p for p in props if walked is not None and p.status == "unknown" and verdict.always(p)]
+    told = [p for p in props if p not in unbroken and outcome.run.decides(p.name)]
+    said = _sentences(sentence(outcome, p.name) for p in told)
+    internal = [p for p in props if p not in unbroken and p not in told]
+    if internal:  # the published specification's own, after the guarantees asked about
+        said += " The published specification's invariants: " + _sentences(sentence(outcome, p.name) for p in internal)
     if unbroken:  # a simulation: what no walk broke, said once as unproved
-        said += ("; " if said else "") + f"none of {walked.walks:,} random walks broke these, which proves " \
-            f"nothing: {'; '.join(sentence(outcome, p.name) for p in unbroken)}"
-    return f"In plain words, with {settings}, within the bounds checked: {said or 'nothing goes wrong'}."
+        said += (" " if said else "") + f"None of {walked.walks:,} random walks broke these, which proves " \
+            "nothing: " + _sentences(sentence(outcome, p.name) for p in unbroken)
+    start = f" {partition_now.scope(config)[0].upper()}{partition_now.scope(config)[1:]}." if config.now else ""
+    return f"In plain words. Checked: {settings}.{start} Within the bounds checked: {said or 'Nothing goes wrong.'}"
+
+
+def findings_first(props) -> list:
+    """The properties, those whose verdict is bad first (the report and the answer say them so)."""
+    bad = [p for p in props if not verdict.good(BY_NAME.get(p.name, p), p.status)]
+    return bad + [p for p in props if p not in bad]
+
+
+def _sentences(said) -> str:
+    """Each clause its own sentence, capitalised: one per guarantee."""
+    return " ".join(f"{s[0].upper()}{s[1:]}." for s in said if s)

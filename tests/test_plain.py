@@ -31,10 +31,10 @@ def test_a_question_answered_never_reads_as_the_answer_and_passes(tmp_path):
         in proc.stdout
     assert "vacuous" not in proc.stdout
     assert proc.stdout.rstrip().splitlines()[-1] == (
-        "In plain words, with Kafka 4.1, replication.factor=3, min.insync.replicas=3, "
+        "In plain words. Checked: Kafka 4.1, replication.factor=3, min.insync.replicas=3, "
         "unclean.leader.election.enable=false, flush.messages=unset, acks=all, eligible.leader.replicas.version=1, "
-        "up to 1 broker crash, "
-        "within the bounds checked: writes stop being acknowledged while a broker is down.")
+        "up to 1 broker crash. "
+        "Within the bounds checked: Writes stop being acknowledged while a broker is down.")
     cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
     assert [c.find("failure") for c in cases] == [None]
 
@@ -53,9 +53,14 @@ def test_the_findings_come_first_with_their_traces(tmp_path):
     lost = next(p for p in report["properties"] if p["name"] == "acked-survive")
     assert lost["status"] == "violated"
     text = report["verdict_text"]
-    assert text.split(": ", 1)[1].startswith(
-        f"acknowledged writes can be lost ({lost['trace_length']} states, trace {lost['trace_file']}); ")
-    assert "committed records survive" in text and "records get committed" not in text
+    assert text.split("Within the bounds checked: ", 1)[1].startswith(  # a short sentence each, findings first
+        f"Acknowledged writes can be lost ({lost['trace_length']} states, trace {lost['trace_file']}). "
+        "Committed records survive. ")
+    assert "records get committed" not in text
+    assert text.endswith(". The published specification's invariants: Every leader's records below its high "
+                         "watermark are on every member of its own ISR. Records below a leader's high watermark are "
+                         "on every ISR member, so a clean election keeps them. The leader is always in the ISR. "
+                         "Replicas never disagree on a record below both of their high watermarks.")
     assert lost["says"].startswith("acknowledged writes can be lost")
 
 
@@ -68,7 +73,7 @@ def test_an_interrupted_run_says_what_is_not_known(tmp_path):
                                   f"survive.\n")
     assert f"committed-survive  unknown: no violation up to depth {depth}, search incomplete" in proc.stdout
     assert proc.stdout.rstrip().endswith(
-        f"committed records survive up to depth {depth}; past it, not known yet (the search stopped early).")
+        f"Committed records survive up to depth {depth}; past it, not known yet (the search stopped early).")
 
 
 def test_the_json_report_says_its_shape_and_who_wrote_it(tmp_path):

@@ -174,7 +174,7 @@ def test_check_model_simulate_exit_codes_and_report(tmp_path):
                        "--property", "committed-survive", "--trace-dir", str(tmp_path))
     assert unbroken.returncode == 3, unbroken.stderr  # a simulation proves nothing
     assert "no violation in 50 random walks" in unbroken.stdout
-    assert "none of 50 random walks broke these, which proves nothing" in unbroken.stdout
+    assert "None of 50 random walks broke these, which proves nothing" in unbroken.stdout
     assert "actions never taken (never_taken in the JSON): " in unbroken.stdout and "BecomeFollower" in unbroken.stdout
     assert " of walks (states)" in unbroken.stdout
     wrong = run_cli("check-model", "--seed", "3", "--trace-dir", str(tmp_path))
