@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from isrcheck import __version__
 from isrcheck.checker import CheckOptions
@@ -28,6 +29,7 @@ from isrcheck.model import releases
 from isrcheck.model.config import ACKS
 from isrcheck.properties import BY_NAME
 
+from . import advise_mine
 from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
                             text_advice)
@@ -111,6 +113,7 @@ def _valid(base: ModelConfig):
 
 
 WIND_DOWN = 1.0  # seconds
+KAFKA_FILE = NonEmptyPath(dir_okay=False, path_type=Path)
 
 
 @click.command("advise-config", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,20 +152,39 @@ WIND_DOWN = 1.0  # seconds
               help="The advice as text, or as JSON on stdout.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="A line on stderr as each configuration's check ends.")
+@click.option("--topic-config", multiple=True, type=KAFKA_FILE,
+              help="Your topic's settings, as check-model reads them (repeatable): the advice says where they sit.")
+@click.option("--producer-config", multiple=True, type=KAFKA_FILE, help="Your producer's .properties (repeatable).")
+@click.option("--broker-config", multiple=True, type=KAFKA_FILE, help="Your broker's server.properties (repeatable).")
+@click.option("--topic", metavar="NAME", help="The topic to read from a describe output that lists several.")
+@click.option("--config", "kafka_pairs", multiple=True, metavar="KEY=VALUE", help="A Kafka setting of yours (repeatable).")
 @color_option
 def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], max_records: int,
          max_leader_epoch: int, jobs: int | None, time_limit: float | None, max_memory: int | None, trace_dir: Path,
-         fmt: str, progress: bool, color: bool | None, **faults: Any) -> int:
+         fmt: str, progress: bool, color: bool | None, topic_config: tuple[Path, ...], producer_config: tuple[Path, ...],
+         broker_config: tuple[Path, ...], topic: str | None, kafka_pairs: tuple[str, ...], **faults: Any) -> int:
     """Sweep acks, min.insync.replicas, unclean election (and flush, rf) and print, for each guarantee,
     the cheapest settings that keep it and the trace that rules out each cheaper one; exit 0 some
     setting keeps every guarantee, 1 none does, 2 usage, 3 incomplete."""
     # one budget for the sweep, less what its ending takes (the checks running stop, the advice
     # is made): measured 1.2 to 1.3 s past a 10 s limit without it
     deadline = None if time_limit is None else process_started() + time_limit - WIND_DOWN
+    files = [(f"--{kind}-config", path) for kind, paths in (("broker", broker_config), ("topic", topic_config),
+                                                            ("producer", producer_config)) for path in paths]
+    settings, notes = advise_mine.read(files, topic, kafka_pairs)
+    ctx = click.get_current_context()
+    given = {name: value for name, value in (("rf", rfs[0] if len(rfs) == 1 else rfs), ("retries", faults["retries"]))
+             if ctx.get_parameter_source("rfs" if name == "rf" else name) is ParameterSource.COMMANDLINE}
+    base_fields, yours = advise_mine.split(settings, given)
+    if "rf" in base_fields:
+        rfs = (base_fields.pop("rf"),)
+    faults["retries"] = base_fields.pop("retries", faults["retries"])
+    for note in notes:
+        click.echo(f"advise-config: {note}", err=True)
     try:
         version = releases.find(kafka_version).version
-        base = ModelConfig(rf=max(rfs), kafka_version=version, max_records=max_records,
-                           max_leader_epoch=max_leader_epoch, **faults).validate()  # faults: the options not named above
+        base = ModelConfig(rf=max(rfs), kafka_version=version, max_records=max_records, max_leader_epoch=max_leader_epoch,
+                           **base_fields, **faults).validate()  # faults: the options not named above
         check_output_dir(trace_dir, "--trace-dir", create=False)
     except (ValueError, ConfigError, FileProblem) as e:
         raise UsageFailure(str(e)) from None
@@ -187,11 +209,13 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
     declared = [p.name for p in click.get_current_context().command.params]  # the options' order, not the user's
     advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},
                     time.monotonic() - started, runner.interrupted, {k: faults[k] for k in declared if k in faults})
+    point = advise_mine.your_point(sweep, base, yours) if yours else None
     if fmt == "json":
-        click.echo(json.dumps(json_advice(advice), indent=2))
+        click.echo(json.dumps({**json_advice(advice), **advise_mine.json_part(advice, point, yours)}, indent=2))
     else:
         colored = wants_color(sys.stdout, color)
-        click.echo(text_advice(advice, paint_kind if colored else plain), color=colored)
+        mine = "\n".join(advise_mine.text_lines(advice, point, yours))
+        click.echo(mine + text_advice(advice, paint_kind if colored else plain), color=colored)
     # a trace the advice would point to that could not be saved (a full disk): said last, exit 2, as check-suite does
     trace_outputs(reports, trace_dir, "the advice above").finish()
     if advice.interrupted or advice.incomplete:

@@ -236,3 +236,36 @@ def test_one_time_limit_for_the_whole_sweep_with_what_it_decided_by_then(tmp_pat
     assert took < 6 * 1.1 + 1 + 3  # the issue's bound (10% and a second), and room for a loaded test machine
     assert peak < 1 << 30
     assert "no setting swept keeps" not in advice["verdict_text"]
+
+
+def test_advice_from_my_config_says_where_my_settings_sit(tmp_path):
+    """Issue 54, item 5: Kafka's files, read as check-model reads them. A producer with acks=1
+    and retries (Kafka turns idempotence off for acks=1: KAFKA-13673) on an rf 2 topic keeps
+    committed records but loses acknowledged writes, which the sweep's own check shows."""
+    (tmp_path / "topic.properties").write_text("replication.factor=2\nmin.insync.replicas=1\n")
+    (tmp_path / "producer.properties").write_text("acks=1\nretries=3\nbootstrap.servers=broker:9092\n")
+    args = ("--topic-config", "topic.properties", "--producer-config", "producer.properties", *SMALL,
+            "--max-leader-epoch", "1", "--guarantee", "acked", "--guarantee", "committed")
+    proc = run_cli("advise-config", *args, "--format", "json", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(proc.stdout)
+    assert advice["yours"] == {"settings": {"acks": "1", "min.insync.replicas": "1",
+                                            "unclean.leader.election.enable": "false", "enable.idempotence": "false"},
+                               "keeps": {"acked": False, "committed": True}, "recommended": False}
+    assert advice["faults"]["retries"] == 1 and "ignored (no modelled behaviour depends on them): bootstrap.servers" \
+        in proc.stderr
+    mine = {c["settings"]["acks"] + c["settings"]["min.insync.replicas"] + c["settings"]["enable.idempotence"]: c
+            for c in advice["configurations"] if c["settings"]["unclean.leader.election.enable"] == "false"}
+    assert mine["11false"]["keeps"] == advice["yours"]["keeps"]  # the sweep's own verdicts for that point
+    text = run_cli("advise-config", *args, "--no-progress", cwd=tmp_path).stdout.splitlines()
+    assert text[0] == ("your settings (acks=1, min.insync.replicas=1, unclean.leader.election.enable=false, "
+                       "enable.idempotence=false):")
+    assert text[1] == "  keep: committed records survive"
+    assert text[2].startswith("  do not keep: acknowledged writes survive: acknowledged writes can be lost (")
+
+
+def test_my_config_that_disagrees_with_an_option_is_refused(tmp_path):
+    (tmp_path / "topic.properties").write_text("replication.factor=2\n")
+    proc = run_cli("advise-config", "--topic-config", "topic.properties", "--rf", "3", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "advise-config: error: replication.factor=2 in the files disagrees with --rf 3"), proc.stderr
