@@ -176,11 +176,9 @@ def render_text(outcome: CheckOutcome, explain: bool = True) -> str:
     shared = r.search_note  # the whole search's: said once, below the verdicts
     deciding = [p for p in r.properties if outcome.run.decides(p.name)]
     internal = [p for p in r.properties if p not in deciding]
-    for p in deciding:
-        lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
-    if internal:
-        lines.append("  the published specification's invariants (they decide only with --property or --core):")
-    for p in internal:
+    for p in deciding + internal:
+        if p is next(iter(internal), None):
+            lines.append("  the published specification's invariants (they decide only with --property or --core):")
         lines.append(f"  {p.name:<{width}}{status_words(outcome, p.name, shared)}")
     if explain:  # the deciding findings told step by step; the specification's, in their trace files
         for p in deciding:

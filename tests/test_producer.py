@@ -110,8 +110,8 @@ def test_cli_refuses_a_conflict_in_one_line_and_reads_the_producer_keys(tmp_path
                  "--property", "no-duplicates", "--property", "in-order", "--trace-dir", str(tmp_path))
     assert ok.returncode == 1, ok.stdout + ok.stderr
     assert "retries=1, max.in.flight.requests.per.connection=1, enable.idempotence=false" in ok.stdout
-    assert "a retry can commit a second copy of a record (9 states" in ok.stdout
-    assert "records are committed in the order the producer sent them" in ok.stdout
+    assert "A retry can commit a second copy of a record (9 states" in ok.stdout  # a sentence of its own
+    assert "Records are committed in the order the producer sent them" in ok.stdout
 
 
 # --delivery-timeout: Kafka retries a batch only while delivery.timeout.ms has not passed and

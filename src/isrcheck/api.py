@@ -20,7 +20,7 @@ from isrcheck.properties import BY_NAME, UnknownProperty, verdict
 from isrcheck.traces import Trace
 
 from isrcheck.cli import plain
-from isrcheck.cli.common import UsageFailure
+from isrcheck.cli.common import UsageFailure, exit_code
 from isrcheck.cli import kafka_config
 from isrcheck.cli.runner import CheckOutcome, CheckRun, run_check
 
@@ -52,8 +52,9 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """Every deciding verdict is what a build wants, and the search was complete (exit code 0)."""
-        return self.complete and all(v.good for v in self.verdicts if v.decides)
+        """Every deciding verdict is what a build wants, and the search was complete: check-model's
+        exit code 0, by the very rule that makes it."""
+        return exit_code(self.outcome.result, self.outcome.run.decides) == 0
 
     @property
     def answer(self) -> str:
