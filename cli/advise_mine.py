@@ -45,8 +45,8 @@ def split(settings: kafka_config.KafkaSettings, explicit: dict[str, Any]) -> tup
         if name in values:
             given = values.pop(name)
             if name in explicit and explicit[name] != given:
-                key = next(k for k, (field, _) in kafka_config.MODELLED.items() if field == name)
-                raise UsageFailure(f"{key}={given} in the files disagrees with --{name} {explicit[name]}")
+                raise UsageFailure(f"{kafka_config.KEY_OF[name]}={given} in the files disagrees with "
+                                   f"--{name} {explicit[name]}")
             base[name] = given
     yours = {name: values.pop(name) for name in SWEPT if name in values}
     return {**base, **values}, yours

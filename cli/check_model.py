@@ -331,11 +331,11 @@ def apply_kafka_keys(params: dict, explicit: set[str]) -> list[str]:
     notes += same
     for pair in params["kafka_pairs"]:
         settings.add(*kafka_config.parse_pair(pair), "--config", typed=True)
-    names = {field: key for key, (field, _) in kafka_config.MODELLED.items()}
     for name, value in settings.values.items():
         if name in explicit and params[name] != value:
             option = FEATURE_OPTIONS.get(name, f"--{name}")
-            raise UsageFailure(f"{names[name]}={settings.given[names[name]][0]} disagrees with {option} {params[name]}")
+            key = kafka_config.KEY_OF[name]
+            raise UsageFailure(f"{key}={settings.given[key][0]} disagrees with {option} {params[name]}")
         params[name] = value
         explicit.add(name)
     return settings.notes() + notes

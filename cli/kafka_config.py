@@ -101,6 +101,7 @@ MODELLED: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "enable.idempotence": ("idempotent", _switch),
     "auto.offset.reset": ("auto_offset_reset", _offset_reset),  # the consumer's (with --commit)
 }
+KEY_OF = {field: key for key, (field, _) in MODELLED.items()}  # ModelConfig field -> its Kafka key
 # Kafka's topic keys that no modelled behaviour depends on
 IGNORED = frozenset("""
     cleanup.policy compression.type compression.gzip.level compression.lz4.level compression.zstd.level
