@@ -29,7 +29,7 @@ from isrcheck.model import releases
 from isrcheck.model.config import ACKS
 from isrcheck.properties import BY_NAME
 
-from . import advise_mine
+from . import advise_estimate, advise_mine
 from . import frontier as fr
 from .advise_report import (BY_KEY, GUARANTEES, Advice, Guarantee, header, json_advice, plain, point_config, short,
                             text_advice)
@@ -193,19 +193,28 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
     jobs = jobs or min(available_cores(), MAX_WORKERS)
     checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True), max(1, available_cores() // jobs))
     click.echo(header(sweep, base, wanted), err=True)
-    started, done = time.monotonic(), []
+    times = advise_estimate.load()
+    runs = {c.name: c.run for c in checks.values()}
+    click.echo(advise_estimate.estimate(list(runs.values()), jobs, times).line(jobs, time_limit), err=True)
+    started, done, measured = time.monotonic(), [], {}
 
     words = {c.name: sweep.words(p) for p, c in checks.items()}
 
     def on_done(check: SuiteCheck, rep: CheckReport) -> None:
         done.append(check.name)
+        if rep.complete and not rep.error:
+            measured[advise_estimate.key(runs[check.name])] = rep.seconds
         if progress:
             count = f"[{len(done):>{len(str(len(checks)))}}/{len(checks)}]"
-            click.echo(f"  {count} {words[check.name]}: {short(rep, wanted)}", err=True)
+            pending = [times.get(advise_estimate.key(r)) for name, r in runs.items() if name not in done]
+            left = (f" (about {advise_estimate.time_left(list(measured.values()), pending, jobs)} left)"
+                    if measured and pending else "")
+            click.echo(f"  {count} {words[check.name]}: {short(rep, wanted)}{left}", err=True)
 
     runner = SuiteRunner(list(checks.values()), trace_folders(list(checks.values()), trace_dir),
                          jobs, on_done, False, deadline, max_memory)
     reports = runner.run()
+    advise_estimate.save(times, measured)
     declared = [p.name for p in click.get_current_context().command.params]  # the options' order, not the user's
     advice = Advice(sweep, base, wanted, {p: reports.get(c.name) for p, c in checks.items()},
                     time.monotonic() - started, runner.interrupted, {k: faults[k] for k in declared if k in faults})

@@ -169,16 +169,35 @@ def _guarantee_lines(a: Advice, g: Guarantee, paint=plain) -> list[str]:
     return lines
 
 
+def _guarantee_sentence(a: Advice, g: Guarantee) -> str:
+    """One guarantee's advice in one sentence: its frontier, the cheapest settings that keep it
+    (availability: the most durable), and what lies beyond it."""
+    f = a.frontier(g)
+    said = g.words[0].upper() + g.words[1:]
+    if not f.edge:
+        return f"{said} with no setting {'decided' if f.unknown else 'swept'}."
+    settings = "; or ".join(a.sweep.words(p) for p in f.edge)
+    beyond = [q for q in a.sweep.points if any(_past(q, e, g.durable) for e in f.edge)]
+    if all(a.kept(g, q) for q in beyond):  # no guarantee is assumed monotone: the verdicts say whether it is here
+        return f"{said} with {settings}; and with every setting {'more durable' if g.durable else 'cheaper'}."
+    return f"{said} with {settings}, at the {'cheapest' if g.durable else 'most durable'}."
+
+
+def _past(q: fr.Point, edge: fr.Point, durable: bool) -> bool:
+    """Whether ``q`` is as durable as ``edge`` on every axis (for availability: as cheap)."""
+    return all(x >= y if durable else x <= y for x, y in zip(q, edge))
+
+
 def verdict_text(a: Advice) -> str:
-    what = ", ".join(g.words for g in a.wanted)
-    lead = f"In plain words, with Kafka {a.base.kafka_version} and {_faults(a.base)}, within the bounds checked"
-    if a.recommended:
-        return f"{lead}, the cheapest settings that keep all of ({what}) are: " + \
-            "; or ".join(a.sweep.words(p) for p in a.recommended) + "."
-    if a.incomplete:
-        return (f"{lead}, no setting decided keeps all of ({what}) at once; "
-                f"{len(a.sweep.points) - a.decided} of {len(a.sweep.points)} configurations were not decided.")
-    return f"{lead}, no setting swept keeps all of ({what}) at once."
+    """The advice in plain words: what was checked, a sentence per guarantee, then the settings
+    that keep them all (issue 54: short sentences, not one of a dozen clauses)."""
+    total = len(a.sweep.points)
+    lead = (f"In plain words. Checked: Kafka {a.base.kafka_version}, {_faults(a.base)}, {total} configurations. "
+            f"Within the bounds checked:")
+    every = ("All of them at once: " + "; or ".join(a.sweep.words(p) for p in a.recommended) + "." if a.recommended
+             else f"No setting decided keeps all of them at once; {total - a.decided} of {total} configurations were "
+                  f"not decided." if a.incomplete else "No setting swept keeps all of them at once.")
+    return " ".join([lead, *(_guarantee_sentence(a, g) for g in a.wanted), every])
 
 
 def text_advice(a: Advice, paint=plain) -> str:

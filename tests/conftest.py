@@ -23,19 +23,32 @@ def run_bfs(config: ModelConfig, properties=None, kernel: str = "vector", worker
     return BfsEngine(kernel=kernel, workers=workers).check(model, props, CheckOptions(**options))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def checkpoint_key_of_the_session(tmp_path_factory):
-    """Checkpoints sealed under a key of this test session's (the commands it runs inherit the
-    variable), not under the user's own ~/.local/share/isrcheck/checkpoint.key."""
-    from isrcheck.checker.checkpoint import KEY_ENV
-
-    saved = os.environ.get(KEY_ENV)
-    os.environ[KEY_ENV] = str(tmp_path_factory.mktemp("checkpoint-key") / "checkpoint.key")
+def _set_for_the_session(name: str, value: str):
+    """Set an environment variable for the session (the commands it runs inherit it), then put it back."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
     yield
     if saved is None:
-        os.environ.pop(KEY_ENV, None)
+        os.environ.pop(name, None)
     else:
-        os.environ[KEY_ENV] = saved
+        os.environ[name] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkpoint_key_of_the_session(tmp_path_factory):
+    """Checkpoints sealed under a key of this test session's, not under the user's own
+    ~/.local/share/isrcheck/checkpoint.key."""
+    from isrcheck.checker.checkpoint import KEY_ENV
+
+    yield from _set_for_the_session(KEY_ENV, str(tmp_path_factory.mktemp("checkpoint-key") / "checkpoint.key"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cache_of_the_session(tmp_path_factory):
+    """advise-config keeps its checks' times in a cache of this test session's, not the user's."""
+    from isrcheck.cli.advise_estimate import CACHE_ENV
+
+    yield from _set_for_the_session(CACHE_ENV, str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -118,7 +118,10 @@ def test_the_text_advice_ends_in_plain_words(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith("advise-config: Kafka 4.1, up to 1 broker crash")
     assert "[18/18]" in proc.stderr and "enable.idempotence" not in proc.stderr  # swept only with --retries
-    assert proc.stdout.strip().splitlines()[-1].startswith("In plain words, with Kafka 4.1")
+    said = proc.stdout.strip().splitlines()[-1]
+    assert said.startswith("In plain words. Checked: Kafka 4.1, up to 1 broker crash, 18 configurations. Within the "
+                           "bounds checked: Writes are still acknowledged while a broker is down with acks="), said
+    assert said.count(". ") == 3 and said.endswith(".")  # short sentences: plain words, checked, writable, all at once
 
 
 def test_with_retries_idempotence_is_swept_and_only_it_keeps_records_written_once(tmp_path):
@@ -171,10 +174,11 @@ QUICK = ["--rf", "2", "--max-records", "1", "--max-leader-epoch", "1", "--guaran
 
 
 def error_after_the_advice(result) -> str:
-    """Exit 2, no traceback, and on stderr the sweep's header then one line: the error's."""
+    """Exit 2, no traceback, and on stderr the sweep's header and estimate then one line: the error's."""
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (result.output, result.exception)
-    header, line = result.stderr.splitlines()
+    header, estimate, line = result.stderr.splitlines()
     assert header.startswith("advise-config: Kafka ") and line.startswith("advise-config: error: not written: ")
+    assert estimate.startswith("advise-config: ") and " configurations on 1 job" in estimate
     return line
 
 
