@@ -175,7 +175,8 @@ def _guarantee_sentence(a: Advice, g: Guarantee) -> str:
     f = a.frontier(g)
     said = g.words[0].upper() + g.words[1:]
     if not f.edge:
-        return f"{said} with no setting {'decided' if f.unknown else 'swept'}."
+        bad = SENTENCES[g.property][1]
+        return f"{bad[0].upper() + bad[1:]} with every setting {'decided' if f.unknown else 'swept'}."
     settings = "; or ".join(a.sweep.words(p) for p in f.edge)
     beyond = [q for q in a.sweep.points if any(_past(q, e, g.durable) for e in f.edge)]
     if all(a.kept(g, q) for q in beyond):  # no guarantee is assumed monotone: the verdicts say whether it is here

@@ -33,9 +33,13 @@ def choose(partitions: list[PartitionNow], which: str | None) -> tuple[list[Part
     shapes: dict[tuple, list[PartitionNow]] = {}
     for p in partitions:
         shapes.setdefault(_shape(p), []).append(p)
-    notes = [f"partitions {', '.join(str(q.partition) for q in same)} are in the same state as partition "
-             f"{same[0].partition}: checked once" for same in shapes.values() if len(same) > 1]
+    notes = [f"{_partitions(same[1:])} in the same state as partition {same[0].partition}, its brokers aside: "
+             f"checked once" for same in shapes.values() if len(same) > 1]
     return [same[0] for same in shapes.values()], notes
+
+
+def _partitions(ps: list[PartitionNow]) -> str:
+    return f"partition {ps[0].partition} is" if len(ps) == 1 else f"partitions {', '.join(str(p.partition) for p in ps)} are"
 
 
 def _shape(p: PartitionNow) -> tuple:
