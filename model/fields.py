@@ -2,7 +2,7 @@
 
 The fields of the published specification (each replica's log, HWM, leader epoch,
 believed leader and cached ISR; the quorum ISR; the LeaderAndIsr requests, one per
-epoch; the next record id) and those of the Kafka features (PROTOCOL.md): a crashed
+epoch; the next record id) and those of the Kafka features (docs/model.md): a crashed
 broker's mark, a believed leader's purgatory start, the crash and disk-loss counters,
 and the acknowledged, committed and readable records (history variables that only
 properties read). Each feature's fields exist only where the configuration switches

@@ -105,14 +105,6 @@ def test_advice_agrees_with_check_model_on_each_ruled_out_setting(tmp_path):
         assert (prop["status"], prop["trace_length"]) == ("violated", r["trace_length"])
 
 
-def test_a_lost_disk_in_zookeeper_mode_leaves_no_setting_that_keeps_committed_records(tmp_path):
-    proc = run_cli("advise-config", "--disk-loss", "1", "--guarantee", "committed",  # two records: the story needs them
-                   "--kafka-version", "3.9", "--trace-dir", str(tmp_path))
-    assert proc.returncode == 1, proc.stderr
-    assert "no setting swept keeps it" in proc.stdout
-    assert "committed records can be lost" in proc.stdout
-
-
 def test_the_text_advice_ends_in_plain_words(tmp_path):
     proc = run_cli("advise-config", *SMALL, "--guarantee", "writable", "--trace-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""The Python API (issue 20, item 9): the README's example runs, and the API says what check-model says."""
+"""The Python API (issue 20, item 9): docs/python.md's example runs, and the API says what check-model says."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from isrcheck.api import check
 
 from .clitools import run_json
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+GUIDE = (Path(__file__).resolve().parent.parent / "docs" / "python.md").read_text()
 TINY = dict(max_records=1, max_leader_epoch=1)
 
 
-def test_the_readme_example_runs():
-    section = README.split("## From Python", 1)[1].split("\n## ", 1)[0]
+def test_the_guide_example_runs():
+    section = GUIDE.split("# From Python", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/python.md", "exec"), {})
 
 
 def test_the_api_says_what_check_model_says(tmp_path):

@@ -1,6 +1,6 @@
 """The core machine must be exactly the published specification: TLC's state counts.
 
-Figures from PROTOCOL.md (TLC, LogSize 2, MaxRecords 2, MaxLeaderEpoch 2, no
+Figures from TLC runs (TLC, LogSize 2, MaxRecords 2, MaxLeaderEpoch 2, no
 symmetry, the whole reachable space).
 """
 

@@ -1,4 +1,4 @@
-"""Kafka outcomes (PROTOCOL.md, issue 3): the published losses are found, and the
+"""Kafka outcomes (issue 3): the published losses are found, and the
 fixed configuration is safe within bounds. Each violation's trace replays and its
 story is the expected one."""
 

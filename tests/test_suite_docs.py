@@ -1,5 +1,5 @@
-"""docs/ci.md and the README stay true: the guide's starter suite and examples load, its workflow's
-command line is accepted, and the README's trade-off table is what its suite finds."""
+"""docs/ci.md and docs/tradeoffs.md stay true: the guide's starter suite and examples load, its
+workflow's command line is accepted, and the tables of docs/tradeoffs.md are what their suites find."""
 
 import re
 import shlex
@@ -15,6 +15,7 @@ from .clitools import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "ci.md").read_text()
+TABLES = (ROOT / "docs" / "tradeoffs.md").read_text()
 
 
 def blocks(lang):
@@ -56,11 +57,10 @@ def table_without_seconds(markdown: str) -> list[str]:
     return ["|".join(row.split("|")[:-2]) for row in rows]  # the last cell is the seconds, measured
 
 
-def assert_readme_table_is_its_suites(tmp_path, heading: str, suite: str, met: int, rows: int, *options: str):
-    """The table under a README heading is what ``check-suite SUITE --markdown`` prints, but for
+def assert_table_is_its_suites(tmp_path, heading: str, suite: str, met: int, rows: int, *options: str):
+    """The table under a heading of docs/tradeoffs.md is what ``check-suite SUITE --markdown`` prints, but for
     the seconds, with every expectation met."""
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(rf"### {re.escape(heading)}\n(.*?)\nReading it", readme, re.S).group(1)
+    shown = re.search(rf"^#+ {re.escape(heading)}\n(.*?)\nReading it", TABLES, re.S | re.M).group(1)
     proc = run_cli("check-suite", str(ROOT / "examples" / suite), "--markdown", *options, "--trace-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert f"{met} met, 0 not met" in proc.stderr
@@ -68,27 +68,27 @@ def assert_readme_table_is_its_suites(tmp_path, heading: str, suite: str, met: i
     assert table_without_seconds(proc.stdout) == table_without_seconds(shown)
 
 
-# Each README table in a class of its own: the suite runs with pytest-xdist's --dist loadscope,
+# Each table in a class of its own: the suite runs with pytest-xdist's --dist loadscope,
 # which keeps a module's tests on one process but spreads a module's classes, and these three
 # take some 190 s together.
 class TestTheTradeOffTable:
     @pytest.mark.slow
-    def test_the_readme_trade_off_table_is_what_its_suite_generates(self, tmp_path):
-        """Every verdict and length in the README's rf 3 table, checked by running the suite
+    def test_the_trade_off_table_is_what_its_suite_generates(self, tmp_path):
+        """Every verdict and length in the rf 3 table, checked by running the suite
         (144 expectations on 2.8, 3.9 and 4.1, about 40 s on the vector kernel)."""
-        assert_readme_table_is_its_suites(tmp_path, "The rf 3 trade-off", "tradeoff-rf3.toml", 144, 38)
+        assert_table_is_its_suites(tmp_path, "The rf 3 trade-off", "tradeoff-rf3.toml", 144, 38)
 
 
 class TestTheDeliveryTable:
     @pytest.mark.slow
-    def test_the_readme_delivery_table_is_what_its_suite_generates(self, tmp_path):
-        """Every cell of the README's delivery semantics table (40 expectations, about 12 s with two jobs)."""
-        assert_readme_table_is_its_suites(tmp_path, "Delivery semantics", "delivery-rf2.toml", 40, 14, "--jobs", "2")
+    def test_the_delivery_table_is_what_its_suite_generates(self, tmp_path):
+        """Every cell of the delivery semantics table (40 expectations, about 12 s with two jobs)."""
+        assert_table_is_its_suites(tmp_path, "Delivery semantics", "delivery-rf2.toml", 40, 14, "--jobs", "2")
 
 
 class TestTheAvailabilityTable:
     @pytest.mark.slow
-    def test_the_readme_availability_table_is_what_its_suite_generates(self, tmp_path):
-        """Every cell of the README's availability table (72 expectations, about 45 s with two jobs)."""
-        assert_readme_table_is_its_suites(tmp_path, "Availability: does the partition come back by itself?",
-                                          "availability-rf3.toml", 72, 26, "--jobs", "2")
+    def test_the_availability_table_is_what_its_suite_generates(self, tmp_path):
+        """Every cell of the availability table (72 expectations, about 45 s with two jobs)."""
+        assert_table_is_its_suites(tmp_path, "Availability: does the partition come back by itself?",
+                                   "availability-rf3.toml", 72, 26, "--jobs", "2")

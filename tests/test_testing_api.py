@@ -1,4 +1,4 @@
-"""isrcheck.testing: the README's example runs, the strategies draw what they say, and a
+"""isrcheck.testing: docs/python.md's example runs, the strategies draw what they say, and a
 failing property test is shrunk to the fewest steps."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from isrcheck.model import ModelConfig
 from isrcheck.testing import configs, holds, model_for, runs
 from isrcheck.traces.view_data import check_trace
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+GUIDE = (Path(__file__).resolve().parent.parent / "docs" / "python.md").read_text()
 
 
-def test_the_readme_example_runs(tmp_path):
-    """Run as a user would, from a file of its own: compiled under the name README.md, Hypothesis
-    read the README's own lines as the test's source and failed when they did not tokenize."""
-    section = README.split("### Property tests against the model", 1)[1].split("\n## ", 1)[0]
+def test_the_guide_example_runs(tmp_path):
+    """Run as a user would, from a file of its own: compiled under the name of the page (README.md
+    then), Hypothesis read the page's own lines as the test's source and failed when they did not
+    tokenize."""
+    section = GUIDE.split("## Property tests against the model", 1)[1].split("\n## ", 1)[0]
     example = tmp_path / "test_consumer_lag.py"
     example.write_text(re.search(r"```python\n(.*?)```", section, re.S).group(1))
     runpy.run_path(str(example), run_name="__main__")
