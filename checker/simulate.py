@@ -343,8 +343,9 @@ class _Simulation:
                 if seconds < 0.5:  # what is left of the run's time limit: the search for fewer replicas ends
                     return
                 try:
-                    smaller = config.with_changes(rf=rf, min_isr=min(config.min_isr, rf),
-                                                  power_loss=min(config.power_loss, rf)).validate()
+                    # the same settings with fewer replicas: min.insync.replicas stays as set, and Kafka reads it
+                    # against the fewer replicas as the release does (effective_min_isr)
+                    smaller = config.with_changes(rf=rf, power_loss=min(config.power_loss, rf)).validate()
                 except ConfigError:
                     continue
                 engine = SimulateEngine(self.engine.seed, FEWER_WALKS, self.engine.swarm, None, self.engine.restart,

@@ -18,6 +18,7 @@ from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.files import FileProblem, check_output_dir, check_output_file
 from isrcheck.model import REVISIONS, ConfigError, ModelConfig
 from isrcheck.model.config import FEATURE_FIELDS, FEATURES, default_of
+from isrcheck.model.fields import strict_min_isr
 from isrcheck.model.replication import with_now
 from isrcheck.properties import NAMES, UnknownProperty
 
@@ -126,6 +127,18 @@ def feature_options(command):
             extra.update(type=AsciiInt(), callback=_nonneg if knob.count else None)
         command = click.option(knob.option, knob.field, **extra)(command)
     return command
+
+
+def min_isr_notes(config: ModelConfig) -> list[str]:
+    """min.insync.replicas above the replication factor is Kafka's to read, not an error: from
+    3.7 it takes the replication factor; before, it refuses every acks=all write."""
+    if config.core or config.min_isr <= config.rf:
+        return []
+    said = f"min.insync.replicas={config.min_isr} is above replication.factor={config.rf}"
+    if strict_min_isr(config):
+        return [f"{said}: Kafka {config.kafka_version} takes {config.rf} (min ISR at most the replicas, KAFKA-15583)"]
+    writes = "every acks=all write is refused (NotEnoughReplicas)" if config.acks == "all" else "acks=all writes would be refused"
+    return [f"{said}: on Kafka {config.kafka_version} {writes}; from 3.7 Kafka takes {config.rf}"]
 
 
 @click.command("check-model", cls=OneLineCommand, context_settings={"help_option_names": ["-h", "--help"]})
@@ -241,7 +254,7 @@ def main(**params) -> int:
     if run.config.now is not None and run.engine == "simulate":
         raise UsageFailure("--engine simulate walks from a new partition; a partition's state now needs "
                            "--engine bfs, z3 or spark (or --partition new)")
-    for note in notes:  # after the refusals: a refused run says one line
+    for note in notes + min_isr_notes(run.config):  # after the refusals: a refused run says one line
         click.echo(f"check-model: {note}", err=True)
     if params["graph_file"] is not None:
         keep_graph(run, params["graph_file"])

@@ -9,6 +9,7 @@ ISR, offline, who must come back), printed under the answer so that the answer r
 
 from __future__ import annotations
 
+from isrcheck.model.fields import effective_min_isr
 from isrcheck.model.now import PartitionNow, parse_now
 
 from .common import UsageFailure
@@ -72,14 +73,19 @@ def reading(p: PartitionNow, config) -> str:
         unclean = "; unclean leader election may elect another replica and lose what only the last leader had" \
             if config.unclean_election else ""
         return f"{head} has no leader now: it takes no writes and serves no reads {what}{unclean}{down}"
-    missing = config.min_isr - len(p.isr)
+    need = effective_min_isr(config)
+    if need > len(p.replicas):
+        return (f"{head} can never have min.insync.replicas={config.min_isr} in sync with {len(p.replicas)} replicas: "
+                f"Kafka {config.kafka_version} refuses every acks=all write{down}")
+    setting = f"min.insync.replicas={config.min_isr}" + (f", capped at the {need} replicas" if need < config.min_isr else "")
+    missing = need - len(p.isr)
     behind = [b for b in p.replicas if b not in p.isr]
     if missing > 0:
-        need = f"broker {behind[0]} rejoins" if len(behind) == 1 else \
+        until = f"broker {behind[0]} rejoins" if len(behind) == 1 else \
             f"{missing} of brokers {_ids(behind)} rejoin{'s' if missing == 1 else ''}"
-        writes = f"acks=all writes fail until {need} the ISR" if config.acks == "all" else \
+        writes = f"acks=all writes fail until {until} the ISR" if config.acks == "all" else \
             f"acks={config.acks} writes still succeed, on fewer copies than min.insync.replicas asks"
-        return f"{head} is under min ISR now ({len(p.isr)} of min.insync.replicas={config.min_isr}): {writes}{down}"
+        return f"{head} is under min ISR now ({len(p.isr)} of {setting}): {writes}{down}"
     if missing == 0 and behind:
         return (f"{head} is at min ISR now: acks=all writes stop if one more replica leaves the ISR "
                 f"(broker{_s(behind)} {_ids(behind)} out of it){down}") if config.acks == "all" else \

@@ -10,6 +10,7 @@ one with its trace's length and file. A *question* property (``Property.question
 from __future__ import annotations
 
 from isrcheck.model.config import FEATURES
+from isrcheck.model.fields import write_quorum
 from isrcheck.properties import BY_NAME, verdict
 
 from . import partition_now
@@ -68,6 +69,10 @@ def sentence(outcome: CheckOutcome, name: str) -> str:
         return f"whether {good or name + ' happens'} is not known yet (the search stopped early)"
     if verdict.good(BY_NAME.get(name, p), p.status) and said != "never":
         return good
+    config = outcome.run.config
+    if name == "record-committed" and not config.core and write_quorum(config) > config.rf:
+        return (f"no record is ever written: with min.insync.replicas={config.min_isr} above the {config.rf} "
+                f"replicas, Kafka {config.kafka_version} refuses every acks=all write (NotEnoughReplicas)")
     file = outcome.trace_files.get(name)
     where = f" ({p.trace_length} states, trace {file})" if p.trace_length and file else (
         f" ({p.trace_length} states)" if p.trace_length else "")

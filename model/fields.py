@@ -57,10 +57,19 @@ def restarts(cfg: ModelConfig) -> bool:
     return goes_down(cfg) and cfg.restarts
 
 
+def effective_min_isr(cfg: ModelConfig) -> int:
+    """The min ISR that brokers and controller apply. From Kafka 3.7 it is min(min.insync.replicas,
+    replication factor) (``Partition.effectiveMinIsr``, KAFKA-15583, commit edc7e10a745; the KRaft
+    controller's ``getTopicEffectiveMinIsr`` since ELR, KAFKA-15581). Before, the setting as it is:
+    above the replication factor, every acks=all write is refused (NotEnoughReplicas); any value
+    above it acts as rf + 1 does, which keeps the number within the symbolic encoding's widths."""
+    return min(cfg.min_isr, cfg.rf) if strict_min_isr(cfg) else min(cfg.min_isr, cfg.rf + 1)
+
+
 def write_quorum(cfg: ModelConfig) -> int:
-    """In-sync replicas an acknowledged write needs: min.insync.replicas for acks=all (the
-    leader checks its ISR against it), the leader alone otherwise."""
-    return cfg.min_isr if cfg.acks == "all" else 1
+    """In-sync replicas an acknowledged write needs: the min ISR for acks=all (the leader checks
+    its ISR against it), the leader alone otherwise."""
+    return effective_min_isr(cfg) if cfg.acks == "all" else 1
 
 
 def purgatory(cfg: ModelConfig) -> bool:

@@ -24,8 +24,8 @@ from typing import Callable
 from .actions import Catalogue
 from .config import Revision
 from .layout import Layout, replica_reader
-from .fields import (alter_partition, eligible_leaders, producer_requests, restart_fencing, stale_epoch_refused,
-                     strict_min_isr, unclean_elections, unflushed)
+from .fields import (alter_partition, effective_min_isr, eligible_leaders, producer_requests, restart_fencing,
+                     stale_epoch_refused, strict_min_isr, unclean_elections, unflushed)
 from .ops_int import Decoded, DerivedSuccessors
 
 Successors = Callable[[int], list[tuple[int, int]]]
@@ -95,7 +95,7 @@ def _fused_loop(L: Layout, cat: Catalogue) -> Successors:  # noqa: C901 - one fl
     kip101 = rev is Revision.KIP_101
     acks_all = kafka and cfg.acks == "all"
     acks_one = kafka and cfg.acks == "1"
-    min_isr = cfg.min_isr
+    min_isr = effective_min_isr(cfg)
     strict = strict_min_isr(cfg)  # Kafka 3.7+: no HWM advance under min ISR
     kip380 = restart_fencing(cfg)  # Kafka 2.2+: a restarted broker is fenced at the quorum's epoch - 1
     unclean = unclean_elections(cfg)  # (KRaft before 3.9 ignores the setting)

@@ -21,6 +21,7 @@ FAIRNESS = ("weak", "none")
 COMMIT = ("before", "after")
 OFFSET_RESET = ("latest", "earliest")
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
+INT_MAX = 2**31 - 1  # min.insync.replicas is a Java int, at least 1 (TopicConfig); Kafka sets no upper bound
 MAX_ATTEMPTS = TALLY_BASE  # --delivery-timeout: a record's retries, 0 to 3, are one digit of a Tally
 
 
@@ -223,8 +224,8 @@ FEATURES: tuple[Knob, ...] = (
          words=lambda c: f"acks={c.acks}", slug=lambda c: f"acks{c.acks}",
          column="acks", cell=_unless_core(lambda c: c.acks, "-"), shared=_unless_core(lambda c: f"acks={c.acks}"), rank=2),
     Knob("min_isr", "--min-isr", "min.insync.replicas.", 1,
-         check=lambda c: "" if 1 <= c.min_isr <= c.rf else
-         f"--min-isr {c.min_isr} is impossible with --rf {c.rf}; allowed 1 to {c.rf}",
+         check=lambda c: "" if 1 <= c.min_isr <= INT_MAX else
+         f"--min-isr {c.min_isr} is out of range; Kafka takes 1 to {INT_MAX}",
          words=lambda c: f"min-isr {c.min_isr}", slug=lambda c: f"minisr{c.min_isr}",
          column="min-isr", cell=_unless_core(lambda c: str(c.min_isr), "-"),
          shared=_unless_core(lambda c: f"min-isr {c.min_isr}"), rank=1),

@@ -37,8 +37,8 @@ drops a pending request; the controller refuses one from a leader of an older ep
 from __future__ import annotations
 
 from .actions import BROKER, ENVIRONMENT
-from .fields import (KAFKA, NONE, alter_partition, fenced, idempotence, kafka, producer_requests, retrying,
-                     strict_min_isr)
+from .fields import (KAFKA, NONE, alter_partition, effective_min_isr, fenced, idempotence, kafka, producer_requests,
+                     retrying, strict_min_isr)
 from .readings import alive, expose, in_maximal_isr, leads, set_quorum_isr, true_leader_is
 from .words import elr_change, fmt_ids, fmt_isr
 
@@ -53,7 +53,7 @@ def in_sequence(s, x, log, rid):
 def enough_replicas(s, x, r):
     """acks=all: a leader whose ISR is below min.insync.replicas refuses a write (NotEnoughReplicas),
     a first send or a retry alike."""
-    return x.size(s.isr[r]) >= s.cfg.min_isr
+    return x.size(s.isr[r]) >= effective_min_isr(s.cfg)
 
 
 def may_send(s, x) -> list:
@@ -144,7 +144,7 @@ def LeaderIncHighWatermark(s, x, leader):
     if kafka(cfg) or not fenced(cfg):
         yield lead  # only a believed leader advances its HWM (the published fenced step: see above)
     if strict_min_isr(cfg):
-        yield x.size(s.isr[r]) >= cfg.min_isr  # Kafka 3.7+: not while under min ISR, whatever the acks
+        yield x.size(s.isr[r]) >= effective_min_isr(cfg)  # Kafka 3.7+: not while under min ISR, whatever the acks
     h, log = s.hw[r], s.log[r]
     end = x.length(log)
     if fenced(cfg):
@@ -161,7 +161,7 @@ def LeaderIncHighWatermark(s, x, leader):
         # appended during this leadership: its delayed produce completes (with a smaller ISR
         # the producer gets NotEnoughReplicasAfterAppend instead)
         maximal = x.count(in_maximal_isr(s, x, r, f) for f in range(cfg.rf)) if alter_partition(cfg) else x.size(s.isr[r])
-        waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], maximal >= cfg.min_isr)
+        waiting = x.and_(h < end, x.epoch_at(log, h) >= s.leader_since[r], maximal >= effective_min_isr(cfg))
         if producer_requests(cfg):  # the producer still awaits it (not timed out)
             waiting = x.and_(waiting, x.has(s.inflight, x.id_at(log, h)))
         answered(s, x, x.id_at(log, h), waiting)

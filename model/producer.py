@@ -28,7 +28,7 @@ is OutOfOrderSequence. The producer retries in sequence order (``insertInSequenc
 from __future__ import annotations
 
 from .actions import BROKER, FAULT, Param
-from .fields import KAFKA, attempts_bounded, idempotence, producer_requests, retrying
+from .fields import KAFKA, attempts_bounded, effective_min_isr, idempotence, producer_requests, retrying
 from .readings import expose, in_maximal_isr, leads, true_leader_is
 from .leader import answered, enough_replicas, in_sequence
 from .schema import TALLY_BASE, Tally
@@ -144,7 +144,7 @@ def ProducerRetryDuplicate(s, x, replica, record):
         yield enough_replicas(s, x, r)
     if s.cfg.acks == "all":
         yield x.has(x.ids_below(log, s.hw[r]), record)
-        yield x.count(in_maximal_isr(s, x, r, f) for f in range(s.cfg.rf)) >= s.cfg.min_isr
+        yield x.count(in_maximal_isr(s, x, r, f) for f in range(s.cfg.rf)) >= effective_min_isr(s.cfg)
     else:
         yield x.has(x.ids(log), record)
     s.failed = x.drop(s.failed, record)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fields import NONE, unflushed
+from .fields import NONE, effective_min_isr, unflushed
 
 
 def alive(s: Any, r: int) -> Any:
@@ -78,7 +78,7 @@ def set_quorum_isr(s: Any, x: Any, new: Any) -> None:
     old = s.quorum_isr
     s.quorum_isr = new
     if s.keeps("elr"):
-        below = x.size(new) < s.cfg.min_isr
+        below = x.size(new) < effective_min_isr(s.cfg)
         candidates = x.union(s.elr, old)
         kept = x.brokers()
         for b in range(s.cfg.rf):

@@ -11,9 +11,9 @@ from isrcheck.traces import itf, replay
 from .clitools import run_cli, run_json, summary
 
 BAD_INPUT = [
-    (["--rf", "3", "--min-isr", "4"], "--min-isr 4 is impossible with --rf 3"),
+    (["--rf", "3", "--min-isr", "0"], "--min-isr 0 is out of range; Kafka takes 1 to 2147483647"),
     (["--rf", "0"], "--rf 0 is out of range"),
-    (["--rf", "2", "--min-isr", "3"], "--min-isr 3 is impossible with --rf 2"),
+    (["--rf", "2", "--min-isr", "2147483648"], "--min-isr 2147483648 is out of range"),
     (["--protocol", "kip-999"], "kip-999"),
     (["--property", "weak-irs"], "unknown property 'weak-irs'"),
     (["--max-records", "-1"], "-1 is negative"),

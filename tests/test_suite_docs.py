@@ -44,12 +44,12 @@ def test_the_workflow_runs_check_suite_with_options_it_accepts(tmp_path):
 
 
 def test_the_validation_message_shown_in_the_guide_is_the_real_one(tmp_path):
-    shown = re.search(r"check-suite: error: suite\.toml:4: (.*)", DOC).group(1)
+    shown = re.search(r"check-suite: error: suite\.toml:5: (.*)", DOC).group(1)
     suite = tmp_path / "suite.toml"
-    suite.write_text('[[check]]\nname = "m"\nrf = [2, 3]\nmin-isr = [1, 3]\nexpect = { weak-isr = "holds" }\n')
+    suite.write_text('[[check]]\nname = "m"\nrf = 2\ncrashes = [0, 1]\ndisk-loss = 1\nexpect = { weak-isr = "holds" }\n')
     result = CliRunner().invoke(check_suite.main, [str(suite)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"check-suite: error: {suite}:4: {shown}"
+    assert result.stderr.strip() == f"check-suite: error: {suite}:5: {shown}"
 
 
 def table_without_seconds(markdown: str) -> list[str]:

@@ -79,7 +79,7 @@ def test_an_edit_the_replay_cannot_see_is_refused(tmp_path, kip101_data, change,
 
 
 def test_an_impossible_kafka_configuration_is_refused_before_a_model_is_built(tmp_path, kafka_data):
-    refuse(tmp_path, kafka_data, config(min_isr=5), "--min-isr 5 is impossible with --rf 2")
+    refuse(tmp_path, kafka_data, config(min_isr=0), "--min-isr 0 is out of range")
     refuse(tmp_path, kafka_data, config(disk_loss=9), "--disk-loss 9 is above --crashes 1")
 
 
