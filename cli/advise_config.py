@@ -103,8 +103,8 @@ def _checks(sweep: fr.Sweep, base: ModelConfig, wanted: tuple[Guarantee, ...],
 
 def _valid(base: ModelConfig):
     def valid(settings: dict[str, Any]) -> bool:
-        if settings["min_isr"] > settings["rf"]:  # Kafka takes it (3.7+: as rf; before: no acks=all write), but a
-            return False                          # sweep gains nothing from it
+        if settings["min_isr"] > settings["rf"]:  # valid in Kafka, but the same as rf from 3.7 and no
+            return False  # acks=all write before: the sweep gains nothing from it
         try:
             point_config(base, settings).validate()
         except ConfigError:
@@ -196,8 +196,8 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
     checks = _checks(sweep, base, wanted, CheckOptions(symmetry=True), max(1, available_cores() // jobs))
     click.echo(header(sweep, base, wanted), err=True)
     times = advise_estimate.load()
-    runs = {c.name: c.run for c in checks.values()}
-    click.echo(advise_estimate.estimate(list(runs.values()), jobs, times).line(jobs, time_limit), err=True)
+    keys = {c.name: advise_estimate.key(c.run) for c in checks.values()}
+    click.echo(advise_estimate.estimate(list(keys.values()), jobs, times).line(jobs, time_limit), err=True)
     started, done, measured = time.monotonic(), [], {}
 
     words = {c.name: sweep.words(p) for p, c in checks.items()}
@@ -205,10 +205,10 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
     def on_done(check: SuiteCheck, rep: CheckReport) -> None:
         done.append(check.name)
         if rep.complete and not rep.error:
-            measured[advise_estimate.key(runs[check.name])] = rep.seconds
+            measured[keys[check.name]] = rep.seconds
         if progress:
             count = f"[{len(done):>{len(str(len(checks)))}}/{len(checks)}]"
-            pending = [times.get(advise_estimate.key(r)) for name, r in runs.items() if name not in done]
+            pending = [times.get(k) for name, k in keys.items() if name not in done]
             left = (f" (about {advise_estimate.time_left(list(measured.values()), pending, jobs)} left)"
                     if measured and pending else "")
             click.echo(f"  {count} {words[check.name]}: {short(rep, wanted)}{left}", err=True)
@@ -225,8 +225,8 @@ def main(kafka_version: str, rfs: tuple[int, ...], guarantees: tuple[str, ...], 
         click.echo(json.dumps({**json_advice(advice), **advise_mine.json_part(advice, point, yours)}, indent=2))
     else:
         colored = wants_color(sys.stdout, color)
-        mine = "\n".join(advise_mine.text_lines(advice, point, yours))
-        click.echo(mine + text_advice(advice, paint_kind if colored else plain), color=colored)
+        mine = "".join(f"{line}\n" for line in advise_mine.text_lines(advice, point, yours))
+        click.echo(mine + ("\n" if mine else "") + text_advice(advice, paint_kind if colored else plain), color=colored)
     # a trace the advice would point to that could not be saved (a full disk): said last, exit 2, as check-suite does
     trace_outputs(reports, trace_dir, "the advice above").finish()
     if advice.interrupted or advice.incomplete:

@@ -93,20 +93,25 @@ class Estimate:
         return f"advise-config: about {_words(self.seconds)} for {self.total} configurations on {jobs_words} ({basis}){limit}"
 
 
-def estimate(runs: list[CheckRun], jobs: int, times: dict[str, float]) -> Estimate:
-    known = [times.get(key(r)) for r in runs]
+def estimate(keys: list[str], jobs: int, times: dict[str, float]) -> Estimate:
+    """``keys``: the sweep's checks (``key``), in the order the runner starts them."""
+    known = [times.get(k) for k in keys]
     measured = [s for s in known if s is not None]
     if not measured:
-        return Estimate(None, 0, len(runs))
-    mean = sum(measured) / len(measured)
-    return Estimate(layout([mean if s is None else s for s in known], jobs), len(measured), len(runs))
+        return Estimate(None, 0, len(keys))
+    return Estimate(_laid_out(known, measured, jobs), len(measured), len(keys))
 
 
 def time_left(done: list[float], pending: list[float | None], jobs: int) -> str:
     """After some checks ended: each one left at its time in an earlier sweep, or at the mean of
     this sweep's so far, over the jobs (a check running now counts whole, so the figure errs long)."""
-    mean = sum(done) / len(done)
-    return _words(layout([mean if s is None else s for s in pending], jobs))
+    return _words(_laid_out(pending, done, jobs))
+
+
+def _laid_out(seconds: list[float | None], measured: list[float], jobs: int) -> float:
+    """``layout`` with each unknown time (None) counted at the mean of ``measured``."""
+    mean = sum(measured) / len(measured)
+    return layout([mean if s is None else s for s in seconds], jobs)
 
 
 def _words(seconds: float) -> str:

@@ -69,7 +69,7 @@ def text_lines(advice: Any, point: fr.Point | None, yours: dict[str, Any]) -> li
     if not yours:
         return []
     if point is None:
-        return ["your settings are outside the sweep (a min.insync.replicas above the replication factor?)", "", ""]
+        return ["your settings are outside the sweep (a min.insync.replicas above the replication factor?)"]
     keeps = [g for g in advice.wanted if advice.kept(g, point)]
     breaks = [g for g in advice.wanted if advice.kept(g, point) is False]
     lines = [f"your settings ({advice.sweep.words(point)}):"]
@@ -82,7 +82,7 @@ def text_lines(advice: Any, point: fr.Point | None, yours: dict[str, Any]) -> li
         lines.append("  the cheapest settings that keep every guarantee are below")
     elif point in advice.recommended:
         lines.append("  they are among the cheapest settings that keep every guarantee")
-    return lines + ["", ""]  # a blank line before the sweep's advice
+    return lines
 
 
 def json_part(advice: Any, point: fr.Point | None, yours: dict[str, Any]) -> dict[str, Any]:

@@ -63,12 +63,13 @@ def test_the_estimate_lays_the_checks_out_over_the_jobs_in_order():
     assert est.layout([3, 3, 3], 1) == 9
     runs = [run(2, "all"), run(2, "1"), run(3, "all")]
     times = {est.key(runs[0]): 10.0, est.key(runs[1]): 2.0}
-    partial = est.estimate(runs, 2, times)
+    keys = [est.key(r) for r in runs]
+    partial = est.estimate(keys, 2, times)
     assert (partial.seconds, partial.known, partial.total) == (10.0, 2, 3)  # the third at the mean, 6 s, after 2 s
     assert partial.line(2, None) == ("advise-config: about 10 s for 3 configurations on 2 jobs (2 of 3 timed on this "
                                      "machine before, the others counted at their mean)")
-    assert est.estimate(runs, 2, {}).seconds is None
-    whole = est.estimate(runs[:2], 1, times)
+    assert est.estimate(keys, 2, {}).seconds is None
+    whole = est.estimate(keys[:2], 1, times)
     assert whole.line(1, 5.0) == ("advise-config: about 12 s for 2 configurations on 1 job (each one's time on this "
                                   "machine in an earlier sweep); more than --time-limit: the advice will give what is "
                                   "decided by then")
